@@ -1,0 +1,1 @@
+// keeps a library with no sources of its own valid

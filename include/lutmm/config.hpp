@@ -1,0 +1,64 @@
+#pragma once
+// A kernel config: one small value type with a readable, stable name. It is what users force, what the
+// tuner stores and what error messages print. The packed weight layout does not depend on it.
+//
+//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem
+//   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (shared) or lutreg (registers)
+//   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time)
+//   |    |   |   |    |  '----------- warps along N x warps along M
+//   |    |   |   |    '-------------- pipeline stages
+//   |    |   |   '------------------- K per main-loop step (multiple of 64)
+//   |    |   '----------------------- x rows (M) per block (multiple of 8)
+//   |    '--------------------------- W rows (N) per block (multiple of 16)
+//   '-------------------------------- kernel family: sm80 = mma.sync path, runs on every sm_80+ GPU
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lutmm/device.hpp"
+#include "lutmm/dtype.hpp"
+
+namespace lutmm {
+
+enum class LutPlacement : uint8_t { shared, registers };
+
+struct KernelConfig {
+  int family = 80;
+  int tile_n = 64;
+  int tile_m = 16;
+  int tile_k = 128;
+  int stages = 4;
+  int warps_n = 4;
+  int warps_m = 1;
+  int split_k = 0;  // 0 = automatic
+  LutPlacement lut = LutPlacement::shared;
+
+  int threads() const { return 32 * warps_n * warps_m; }
+  std::string name() const;
+  static KernelConfig parse(std::string_view name);  // throws Error naming 'config'
+  bool operator==(const KernelConfig&) const = default;
+};
+
+// One GEMM problem as the runtime sees it.
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  int bits = 4;
+  int group_size = 128;  // == k for one scale per row
+  DType dtype = DType::bf16;
+  bool has_bias = false;
+  std::string str() const;  // "M=1 N=4096 K=4096 b4 g128 bf16"
+};
+
+// Shape rules of the sm80 family (checked before any launch; throws Error naming the argument).
+void check_problem(const Problem& p);
+// Whether cfg can run p on dev; when not, why (empty string when valid).
+std::string config_invalid_reason(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
+// Every config the library offers for p on dev (split_k concrete values and auto).
+std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev);
+// The built-in choice without measurement (runtime/heuristics_sm80.cpp). split_k comes out concrete.
+KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev);
+// Resolves split_k = 0 to a concrete count from the SM count.
+int resolve_split_k(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
+
+}  // namespace lutmm

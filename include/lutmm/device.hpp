@@ -1,0 +1,28 @@
+#pragma once
+// Properties of the GPUs, read at run time (nothing about a GPU is a compile-time constant in lutmm).
+#include <cstdint>
+#include <string>
+
+namespace lutmm {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;   // compute capability
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  int smem_per_block_optin = 0;     // the most dynamic shared memory one block may ask for
+  int smem_per_sm = 0;
+  int max_threads_per_sm = 0;
+  int regs_per_sm = 0;
+  int arch() const { return cc_major * 10 + cc_minor; }  // 80, 86, 89, 90, 100, ...
+};
+
+int device_count();                        // 0 when there is no driver or no device; never throws
+const DeviceInfo& device_info(int device);  // cached; throws Error for a bad index or CUDA failure
+const DeviceInfo& current_device_info();    // the device current on the calling thread
+std::string cuda_runtime_version();         // "13.0"
+std::string cuda_driver_version();          // "13.0", or "none" without a driver
+
+}  // namespace lutmm

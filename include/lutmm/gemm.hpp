@@ -1,0 +1,57 @@
+#pragma once
+// The GPU GEMM: out[m,n] = x[m,k] . W[n,k]^T (+ bias[n]), W in the lutmm format, packed.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <cuda_runtime_api.h>
+
+#include "lutmm/config.hpp"
+#include "lutmm/format.hpp"
+#include "lutmm/pack.hpp"
+
+namespace lutmm {
+
+// A non-owning view of a packed weight in device memory.
+struct WeightView {
+  int64_t n = 0, k = 0;
+  int bits = 4;
+  int group_size = 128;
+  DType dtype = DType::bf16;
+  const uint32_t* packed = nullptr;  // PackedShape::words() words
+  const uint16_t* table = nullptr;   // 2^bits dtype values
+  const uint16_t* scales = nullptr;  // PackedShape::scale_count() dtype values, [scale_rows][n_padded]
+};
+
+// A packed weight that owns its device memory.
+class DeviceWeight {
+ public:
+  // Packs on the CPU and uploads (synchronous).
+  static DeviceWeight upload(const QuantizedWeight& q, cudaStream_t stream = nullptr);
+  // Packs device-resident codes ([n][k], one per byte) on the GPU; table and scales are host arrays.
+  static DeviceWeight pack_on_device(const uint8_t* device_codes, int64_t n, int64_t k, int bits, int group_size,
+                                     DType dtype, const uint16_t* host_table, const uint16_t* host_scales,
+                                     cudaStream_t stream = nullptr);
+  const WeightView& view() const { return view_; }
+  std::vector<uint8_t> download_codes() const;  // unpack back to [n][k] codes (for checks)
+
+ private:
+  WeightView view_;
+  std::shared_ptr<void> memory_;
+};
+
+struct GemmOptions {
+  std::optional<KernelConfig> config;  // force a config; otherwise the runtime chooses
+  cudaStream_t stream = nullptr;
+};
+
+// x: [m][k] dtype, out: [m][n] dtype, bias: [n] dtype or null. Pointers 16-byte aligned (bias 2-byte).
+// Throws Error before launching anything when an argument is bad.
+void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options = {});
+
+// The config the runtime would use for this problem on the current device.
+KernelConfig chosen_config(const Problem& p);
+// Compiles (or loads from the cache) the kernel for (p, cfg) without running it; returns compile ms, 0 when cached.
+double precompile(const Problem& p, const KernelConfig& cfg, int arch_override = 0);
+
+}  // namespace lutmm

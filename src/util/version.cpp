@@ -1,0 +1,5 @@
+#include "lutmm/lutmm.hpp"
+
+namespace lutmm {
+const char* version() { return LUTMM_VERSION_STRING; }
+}  // namespace lutmm
