@@ -1,8 +1,10 @@
 #pragma once
 // The JIT: NVRTC compiles a tiny generated translation unit that instantiates one header-only kernel
 // for one (config, bits, dtype, group) and one GPU architecture; cubins are cached in memory and on disk.
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,7 +28,11 @@ struct KernelResources {
 };
 
 struct CompiledKernel {
+  // The cubin, or, when is_ptx, NUL-terminated PTX text that the driver compiles at load time (what NVRTC
+  // gives for a GPU newer than it knows: see nvrtc_target). LoadedKernel::load takes either.
   std::vector<char> cubin;
+  bool is_ptx = false;
+  std::string target;          // what NVRTC built: "sm_80", "sm_90a", or "compute_121" when is_ptx
   std::string log;             // NVRTC + ptxas log (ptxas -v is always on)
   KernelResources resources;
   double compile_ms = 0;       // 0 when it came from a cache
@@ -39,20 +45,37 @@ std::vector<int> nvrtc_supported_archs();           // e.g. 75 80 86 ... 121
 std::string cache_directory();                      // $LUTMM_CACHE_DIR or ~/.cache/lutmm (created on demand)
 std::string cache_key(const CompileRequest& r);     // hex hash of source, every embedded header, options, NVRTC version
 KernelResources parse_ptxas_report(const std::string& log);
+// The same for one entry function of a log that reports several (ptxas reports every kernel of a module);
+// the one-argument form takes the largest value of each field over all entries.
+KernelResources parse_ptxas_report(const std::string& log, const std::string& kernel_name);
+
+// The --gpu-architecture value compile() uses for (arch, arch_specific): sm_<arch>[a] when NVRTC supports
+// arch; else the newest supported arch s < arch: sm_<s> when s has the same major (a cubin for sm_XY runs on
+// every X.z GPU with z >= Y), compute_<s> PTX for a newer major (the driver JITs it on load). Throws Error
+// for an arch older than NVRTC supports, and for arch_specific with an arch NVRTC lacks (sm_XYa code runs
+// on exactly X.Y, so there is nothing to fall back to).
+std::string nvrtc_target(int arch, bool arch_specific);
 
 // Compiles with NVRTC (no cache). Throws lutmm::Error carrying the NVRTC log on failure.
 CompiledKernel compile(const CompileRequest& r);
 // The cached path: memory, then disk (atomic temp+rename; a corrupt file is rebuilt), then compile.
 CompiledKernel compile_cached(const CompileRequest& r);
+// Forgets the in-memory cubins (not the disk cache, not loaded kernels): for tests of the disk path.
+void clear_memory_cache();
 
 // A kernel loaded into the current CUDA context through the driver API (entry points resolved at run
 // time through cudart, so the library loads and its CPU parts work on machines without a driver).
 class LoadedKernel {
  public:
   LoadedKernel() = default;
+  LoadedKernel(const LoadedKernel&) = delete;  // owns the module
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+  // Loads a cubin or NUL-terminated PTX (CompiledKernel::cubin either way) into the current device's
+  // primary context, initialising the CUDA runtime first. Throws Error with the CUDA error string.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char>& cubin, const std::string& kernel_name);
   ~LoadedKernel();
-  // Sets the dynamic shared-memory limit once (cudaFuncAttributeMaxDynamicSharedMemorySize equivalent).
+  // Sets the dynamic shared-memory limit once (cudaFuncAttributeMaxDynamicSharedMemorySize equivalent);
+  // asking again for the same or fewer bytes costs nothing. Thread-safe.
   void set_max_dynamic_shared_memory(int bytes);
   void launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args) const;
   const std::string& name() const { return name_; }
@@ -61,7 +84,8 @@ class LoadedKernel {
   void* module_ = nullptr;    // CUmodule
   void* function_ = nullptr;  // CUfunction
   std::string name_;
-  int max_dynamic_smem_set_ = 0;
+  std::atomic<int> max_dynamic_smem_set_{0};
+  std::mutex smem_mutex_;  // serialises raising the limit, so it only ever grows
 };
 
 // compile_cached + load, memoised per (cache key, device).

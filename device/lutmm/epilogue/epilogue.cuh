@@ -1,0 +1,94 @@
+#pragma once
+// The end of a block's work: accumulator fragments -> a float tile in shared memory -> the output.
+//  * one split: add bias, round to the dtype, 16-byte stores of 8 outputs (N is a multiple of 8).
+//  * several splits: every block writes its float tile to its own workspace slot; the block that arrives
+//    last at the tile's counter sums the slots in split order 0, 1, ..., S-1 (a fixed order, so the
+//    result is bitwise the same whoever arrives last), stores, and resets the counter for the next launch.
+// Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
+// holds rows n = g and g + 8 of the strip, columns m = 2 t4 and 2 t4 + 1 of the 8-column block.
+#include "lutmm/kernels/gemm_params.cuh"
+#include "lutmm/mma/mma_sm80.cuh"
+
+namespace lutmm::epilogue {
+
+template <class K>
+LUTMM_DEVICE void stage_accumulators(float* tile, const float (&acc)[K::kFragsN][K::kFragsM][4], int warp_n,
+                                     int warp_m, int lane) {
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int fn = 0; fn < K::kFragsN; ++fn) {
+#pragma unroll
+    for (int fm = 0; fm < K::kFragsM; ++fm) {
+      const int n = (warp_n * K::kFragsN + fn) * 16 + g;
+      const int m = warp_m * K::kWarpTileM + fm * 8 + 2 * t4;
+      tile[m * K::kEpilogueLd + n] = acc[fn][fm][0];
+      tile[(m + 1) * K::kEpilogueLd + n] = acc[fn][fm][1];
+      tile[m * K::kEpilogueLd + n + 8] = acc[fn][fm][2];
+      tile[(m + 1) * K::kEpilogueLd + n + 8] = acc[fn][fm][3];
+    }
+  }
+}
+
+// Stores rows m0.. and columns n0.. of the tile; value(r, c, v) fills v[0..7] for tile row r, columns c..c+7.
+template <class K, class ValueAt>
+LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int tid, ValueAt value) {
+  constexpr int kChunksPerRow = K::kTileN / 8;
+  const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
+  for (int i = tid; i < rows * kChunksPerRow; i += K::kThreads) {
+    const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * 8;
+    const int n = n0 + c;
+    if (n >= p.n) continue;
+    float v[8];
+    value(r, c, v);
+    if (p.bias != nullptr) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] += mma::to_float<K::kBf16>(p.bias[n + j]);
+    }
+    uint32_t packed[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) packed[j] = mma::pack_x2<K::kBf16>(v[2 * j], v[2 * j + 1]);
+    *reinterpret_cast<dev::uint4_t*>(p.out + static_cast<int64_t>(m0 + r) * p.n + n) =
+        dev::uint4_t{packed[0], packed[1], packed[2], packed[3]};
+  }
+}
+
+template <class K>
+LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int tid) {
+  if (p.splits == 1) {
+    store_output<K>(p, n0, m0, tid, [&](int r, int c, float* v) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = tile[r * K::kEpilogueLd + c + j];
+    });
+    return;
+  }
+  constexpr int kTileFloats = K::kTileM * K::kTileN;
+  const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // rows past M are never read back
+  float* slots = p.workspace + static_cast<int64_t>(tile_id) * p.splits * kTileFloats;
+  float* mine = slots + static_cast<int64_t>(split) * kTileFloats;
+  for (int i = tid; i < rows * (K::kTileN / 4); i += K::kThreads) {
+    const int r = i / (K::kTileN / 4), c = (i % (K::kTileN / 4)) * 4;
+    const float* s = tile + r * K::kEpilogueLd + c;
+    __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
+  }
+  __threadfence();  // make the slot visible device-wide before the counter says so
+  __syncthreads();
+  __shared__ int last;
+  if (tid == 0) last = atomicAdd(p.tile_counters + tile_id, 1u) == static_cast<uint32_t>(p.splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  store_output<K>(p, n0, m0, tid, [&](int r, int c, float* v) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float* src = slots + static_cast<int64_t>(s) * kTileFloats + r * K::kTileN + c;
+      const float4 a = __ldcg(reinterpret_cast<const float4*>(src));
+      const float4 b = __ldcg(reinterpret_cast<const float4*>(src + 4));
+      v[0] += a.x; v[1] += a.y; v[2] += a.z; v[3] += a.w;
+      v[4] += b.x; v[5] += b.y; v[6] += b.z; v[7] += b.w;
+    }
+  });
+  if (tid == 0) p.tile_counters[tile_id] = 0;
+}
+
+}  // namespace lutmm::epilogue

@@ -1,0 +1,24 @@
+#pragma once
+// The argument block of the sm80 GEMM kernel, shared verbatim by the host runtime and the device code.
+#include "lutmm/common.cuh"
+
+namespace lutmm {
+
+struct GemmParams {
+  const uint16_t* x;        // [m][k] activations
+  uint16_t* out;            // [m][n]
+  const uint16_t* bias;     // [n] or null
+  const uint32_t* packed;   // packed codes (layout/packed_layout.cuh)
+  const uint16_t* table;    // 2^bits values
+  const uint16_t* scales;   // [scale_rows][n_padded]
+  float* workspace;         // split-K partial tiles: [tile][split][tile_m * tile_n]
+  uint32_t* tile_counters;  // one per output tile; 0 between launches (the last block resets it)
+  int m, n, k;
+  int n_padded, k_padded;
+  int k_tiles;              // k_padded / tile_k
+  int k_tiles_per_split;
+  int splits;               // gridDim.z
+  int w_evict_first;        // stream W with an L2 evict-first hint (W is read once per launch)
+};
+
+}  // namespace lutmm

@@ -1,0 +1,58 @@
+#pragma once
+// Compile-time shape of one sm80-family kernel. The host runtime uses the same arithmetic (smem_bytes)
+// through sm80_shared_bytes(), so the launch always asks for what the kernel lays out.
+#include "lutmm/common.cuh"
+
+namespace lutmm {
+
+LUTMM_HOST_DEVICE constexpr int sm80_scale_rows_per_stage(int group, int tile_k) {
+  return group == 0 ? 1 : (tile_k >= group ? tile_k / group : 1);
+}
+LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n, int tile_m, int tile_k) {
+  return tile_n * tile_k * bits / 8                                // packed W
+         + tile_m * tile_k * 2                                     // x
+         + sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2;  // scales
+}
+LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { return tile_m * (tile_n + 4) * 4; }
+LUTMM_HOST_DEVICE constexpr int sm80_lut_bytes(int bits, bool shared_lut) {
+  return shared_lut ? (1 << (2 * bits)) * 32 * 4 : 0;
+}
+LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
+                                                  bool shared_lut) {
+  const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k);
+  const int epi = sm80_epilogue_bytes(tile_n, tile_m);
+  return sm80_lut_bytes(bits, shared_lut) + (pipe > epi ? pipe : epi);
+}
+
+// kGroup = 0 means one scale per row (group_size == K).
+template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
+          int kWarpsM_, bool kSharedLut_>
+struct Sm80Kernel {
+  static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
+  static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_;
+  static constexpr bool kBf16 = kBf16_, kSharedLut = kSharedLut_;
+
+  static constexpr int kThreads = 32 * kWarpsN * kWarpsM;
+  static constexpr int kWarpTileN = kTileN / kWarpsN, kFragsN = kWarpTileN / 16;
+  static constexpr int kWarpTileM = kTileM / kWarpsM, kFragsM = kWarpTileM / 8;
+  static constexpr int kAtomsK = kTileK / 64;          // atoms per strip per stage
+  static constexpr int kSlices = kTileK / 16;          // k16 steps per stage
+  static constexpr int kWBytes = kTileN * kTileK * kBits / 8;
+  static constexpr int kXBytes = kTileM * kTileK * 2;
+  static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
+  static constexpr int kStageBytes = sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK);
+  static constexpr int kLutBytes = sm80_lut_bytes(kBits, kSharedLut);
+  static constexpr int kSharedBytes = sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kSharedLut);
+  static constexpr int kEpilogueLd = kTileN + 4;  // floats; +4 keeps the fragment stores conflict-free
+
+  static_assert(kBits >= 2 && kBits <= 4, "2, 3 or 4-bit codes");
+  static_assert(kTileN % (16 * kWarpsN) == 0, "each warp owns whole 16-row strips");
+  static_assert(kTileM % (8 * kWarpsM) == 0, "each warp owns whole 8-column blocks");
+  static_assert(kTileK % 64 == 0, "a stage holds whole atoms");
+  static_assert(kGroup == 0 || kGroup % 16 == 0, "a k16 slice never straddles two groups");
+  static_assert(kGroup == 0 || kGroup <= kTileK || kGroup % kTileK == 0, "a stage never straddles two groups");
+  static_assert(kStages >= 2, "double buffering at least");
+  static_assert(kWBytes % 16 == 0 && kXBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");
+};
+
+}  // namespace lutmm

@@ -1,0 +1,41 @@
+#pragma once
+// Bit manipulation from a lane's packed words to what the table lookups index with. Host-callable, so the
+// CPU tests check it against the layout definition without a GPU.
+#include "lutmm/layout/packed_layout.cuh"
+
+namespace lutmm::lut {
+
+// The 8 codes of slice s (pairs 0..3, first then second) as 8 nibbles in element order.
+template <int kBits>
+LUTMM_HOST_DEVICE uint32_t slice_nibbles(const uint32_t* w, int s) {
+  if constexpr (kBits == 4) {
+    return w[s];
+  } else {
+    uint32_t x = (w[s >> 1] >> (16 * (s & 1))) & 0xffffu;  // 8 two-bit fields -> 8 nibbles
+    x = (x | (x << 8)) & 0x00ff00ffu;
+    x = (x | (x << 4)) & 0x0f0f0f0fu;
+    x = (x | (x << 2)) & 0x33333333u;
+    if constexpr (kBits == 3) {
+      uint32_t y = (w[2] >> (8 * s)) & 0xffu;  // 8 high bits -> bit 2 of each nibble
+      y = (y | (y << 12)) & 0x000f000fu;
+      y = (y | (y << 6)) & 0x03030303u;
+      y = (y | (y << 3)) & 0x11111111u;
+      x |= y << 2;
+    }
+    return x;
+  }
+}
+
+// Index of pair p of slice s into the pair table.
+template <int kBits>
+LUTMM_HOST_DEVICE uint32_t pair_index(const uint32_t* w, int s, int p) {
+  if constexpr (kBits == 4) {
+    return (w[s] >> (8 * p)) & 0xffu;
+  } else if constexpr (kBits == 2) {
+    return (w[s >> 1] >> (16 * (s & 1) + 4 * p)) & 0xfu;
+  } else {
+    return ((w[s >> 1] >> (16 * (s & 1) + 4 * p)) & 0xfu) | (((w[2] >> (8 * s + 2 * p)) & 3u) << 4);
+  }
+}
+
+}  // namespace lutmm::lut

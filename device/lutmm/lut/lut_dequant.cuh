@@ -1,0 +1,90 @@
+#pragma once
+// Lookup-table dequantizers: a lane's packed codes (see layout/packed_layout.cuh) -> the four 32-bit
+// registers of an mma A-fragment, each holding two 16-bit table values. Two strategies read the same
+// packed layout:
+//
+//  SharedPairLut: a table of all 2^(2b) code pairs, each entry the two 16-bit values of one register, so
+//    one shared-memory load dequantizes two weights. It is stored 32 times, interleaved so that copy c sits
+//    in bank c: entry e of lane l is word e * 32 + l, and a warp's 32 random lookups never conflict.
+//    Size 2^(2b) * 128 bytes: 32 KB for b = 4, 8 KB for b = 3, 2 KB for b = 2.
+//
+//  RegisterLut: the 2^b values live in registers as byte planes (lo[j] holds the low bytes of entries
+//    4j..4j+3, hi[j] the high bytes), and prmt does four 3-bit-indexed byte selects at once. 16 entries take
+//    two selects and a blend on the code's bit 3. No shared memory and no bank traffic; more ALU work.
+//
+// Both return unscaled table values; the caller multiplies by the group scale (mma::mul_x2).
+#include "lutmm/common.cuh"
+#include "lutmm/layout/packed_layout.cuh"
+#include "lutmm/lut/code_index.cuh"
+#include "lutmm/ptx/memory.cuh"
+
+namespace lutmm::lut {
+
+template <int kBits>
+struct SharedPairLut {
+  static constexpr int kEntries = 1 << (2 * kBits);
+  static constexpr int kCopies = 32;
+  static constexpr int kBytes = kEntries * kCopies * 4;
+
+  const uint32_t* entries;  // shared memory, kEntries * kCopies words
+  int lane;
+
+  // Every thread of the block takes part; the caller synchronises afterwards.
+  LUTMM_DEVICE static void build(uint32_t* smem, const uint16_t* table, int tid, int threads) {
+    for (int i = tid; i < kEntries * kCopies; i += threads) {
+      uint32_t c0, c1;
+      layout::pair_codes(kBits, static_cast<uint32_t>(i / kCopies), c0, c1);
+      smem[i] = static_cast<uint32_t>(table[c0]) | (static_cast<uint32_t>(table[c1]) << 16);
+    }
+  }
+
+  LUTMM_DEVICE void slice(const uint32_t* w, int s, uint32_t (&a)[4]) const {
+#pragma unroll
+    for (int p = 0; p < 4; ++p) a[p] = entries[pair_index<kBits>(w, s, p) * kCopies + lane];
+  }
+};
+
+template <int kBits>
+struct RegisterLut {
+  static constexpr int kBytes = 0;
+  static constexpr int kEntries = 1 << kBits;
+  static constexpr int kPlanes = kEntries > 4 ? kEntries / 4 : 1;
+  uint32_t lo[4], hi[4];
+
+  LUTMM_DEVICE void load(const uint16_t* table) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      lo[j] = 0;
+      hi[j] = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int e = 4 * j + i;
+        const uint32_t v = e < kEntries ? table[e] : 0u;
+        lo[j] |= (v & 0xffu) << (8 * i);
+        hi[j] |= (v >> 8) << (8 * i);
+      }
+    }
+  }
+
+  LUTMM_DEVICE void slice(const uint32_t* w, int s, uint32_t (&a)[4]) const {
+    const uint32_t nib = slice_nibbles<kBits>(w, s);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t sel = nib >> (16 * h);  // prmt reads the low 16 bits: four 4-bit selectors
+      uint32_t l, u;
+      if constexpr (kBits == 4) {
+        const uint32_t s7 = sel & 0x7777u;
+        const uint32_t upper = ptx::prmt(0u, 0xffffffffu, (sel >> 1) & 0x4444u);  // 0xff where code >= 8
+        l = (ptx::prmt(lo[0], lo[1], s7) & ~upper) | (ptx::prmt(lo[2], lo[3], s7) & upper);
+        u = (ptx::prmt(hi[0], hi[1], s7) & ~upper) | (ptx::prmt(hi[2], hi[3], s7) & upper);
+      } else {
+        l = ptx::prmt(lo[0], lo[1], sel);  // codes < 8: bit 3 of every selector is 0
+        u = ptx::prmt(hi[0], hi[1], sel);
+      }
+      a[2 * h] = ptx::prmt(l, u, 0x5140u);      // (entry0, entry1) as two 16-bit values
+      a[2 * h + 1] = ptx::prmt(l, u, 0x7362u);  // (entry2, entry3)
+    }
+  }
+};
+
+}  // namespace lutmm::lut

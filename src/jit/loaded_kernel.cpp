@@ -1,0 +1,192 @@
+// Module loading and launches through the driver API. libcuda is never linked: its entry points are
+// resolved at run time through cudart (cudaGetDriverEntryPointByVersion), so lutmm loads, and everything
+// but this file works, on machines without a driver. <cuda.h> is included for its types only.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "jit/jit.hpp"
+#include "lutmm/error.hpp"
+
+namespace lutmm::jit {
+
+namespace {
+
+// The driver ABI versions these signatures belong to (cudaTypedefs.h: PFN_cuModuleLoadData_v2000, ...);
+// asking for the 12.0 ABI pins each symbol to the signature declared here on newer drivers too.
+constexpr unsigned int kDriverAbi = 12000;
+
+struct DriverApi {
+  CUresult (*module_load_data_ex)(CUmodule*, const void*, unsigned int, CUjit_option*, void**) = nullptr;
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*module_unload)(CUmodule) = nullptr;
+  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                            unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
+  CUresult (*get_error_string)(CUresult, const char**) = nullptr;
+};
+
+// Creates the runtime's primary context of the current device and makes it current on this thread, so the
+// driver calls below act on the same context as the caller's cudaMalloc and streams.
+void ensure_runtime() {
+  const cudaError_t status = cudaFree(nullptr);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw_error(std::string("CUDA runtime initialisation failed: ") + cudaGetErrorString(status));
+  }
+}
+
+// ensure_runtime once per thread, for the hot paths (launch, get_kernel): a runtime call per launch costs
+// more than a flag test. A later cudaSetDevice on the thread binds that device's context itself.
+void ensure_runtime_on_this_thread() {
+  thread_local bool ready = false;
+  if (!ready) {
+    ensure_runtime();
+    ready = true;
+  }
+}
+
+template <typename Fn>
+void resolve(const char* symbol, Fn& fn) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &address, kDriverAbi, cudaEnableDefault, &found);
+  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || address == nullptr) {
+    cudaGetLastError();
+    throw_error(std::string("cannot resolve the CUDA driver function ") + symbol + ": " +
+                (status != cudaSuccess ? cudaGetErrorString(status) : "not found in this driver"));
+  }
+  fn = reinterpret_cast<Fn>(address);
+}
+
+// Resolved once per process (retried after a failure, e.g. before a driver was usable).
+const DriverApi& driver() {
+  static DriverApi api;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ensure_runtime();
+    DriverApi a;
+    resolve("cuModuleLoadDataEx", a.module_load_data_ex);
+    resolve("cuModuleGetFunction", a.module_get_function);
+    resolve("cuModuleUnload", a.module_unload);
+    resolve("cuFuncSetAttribute", a.func_set_attribute);
+    resolve("cuLaunchKernel", a.launch_kernel);
+    resolve("cuGetErrorString", a.get_error_string);
+    api = a;
+  });
+  return api;
+}
+
+void check(CUresult result, const std::string& what) {
+  if (result == CUDA_SUCCESS) return;
+  const char* text = nullptr;
+  if (driver().get_error_string(result, &text) != CUDA_SUCCESS || text == nullptr) text = "unknown CUDA error";
+  throw_error(what + ": " + text + " (CUresult " + std::to_string(static_cast<int>(result)) + ")");
+}
+
+std::string describe(dim3 d) {
+  std::string out = "(";
+  out.append(std::to_string(d.x)).append(", ").append(std::to_string(d.y)).append(", ");
+  return out.append(std::to_string(d.z)).append(")");
+}
+
+}  // namespace
+
+std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char>& cubin, const std::string& kernel_name) {
+  if (cubin.empty()) throw_argument_error("cubin", "a cubin or PTX image", "an empty buffer");
+  if (kernel_name.empty()) throw_argument_error("kernel_name", "the name of a kernel in the image", "an empty string");
+  ensure_runtime();
+  const DriverApi& api = driver();
+
+  // The driver tells a cubin (ELF) from PTX by its content; PTX must end with a NUL.
+  const bool elf = cubin.size() >= 4 && std::memcmp(cubin.data(),
+                                                    "\x7f"
+                                                    "ELF",
+                                                    4) == 0;
+  std::vector<char> ptx;
+  const void* image = cubin.data();
+  if (!elf && cubin.back() != '\0') {
+    ptx.assign(cubin.begin(), cubin.end());
+    ptx.push_back('\0');
+    image = ptx.data();
+  }
+  // The JIT's error log says why PTX did not compile (or a cubin does not fit this GPU).
+  char error_log[4096] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof error_log))};
+  CUmodule module = nullptr;
+  const CUresult loaded = api.module_load_data_ex(&module, image, 2, options, values);
+  if (loaded != CUDA_SUCCESS) {
+    std::string what = "cannot load the module of kernel '" + kernel_name + "' (" + (elf ? "cubin" : "PTX") + ")";
+    if (error_log[0] != '\0') what.append(" [").append(error_log).append("]");
+    check(loaded, what);
+  }
+  auto kernel = std::make_shared<LoadedKernel>();
+  kernel->module_ = module;  // unloaded by the destructor from here on, also if the lookup below throws
+  kernel->name_ = kernel_name;
+  CUfunction function = nullptr;
+  check(api.module_get_function(&function, module, kernel_name.c_str()),
+        "kernel '" + kernel_name + "' not found in its module");
+  kernel->function_ = function;
+  return kernel;
+}
+
+LoadedKernel::~LoadedKernel() {
+  // Errors are ignored: at process exit the context may already be gone, and a destructor cannot throw.
+  if (module_ != nullptr) driver().module_unload(static_cast<CUmodule>(module_));
+}
+
+void LoadedKernel::set_max_dynamic_shared_memory(int bytes) {
+  if (bytes < 0) throw_argument_error("bytes", "a dynamic shared memory size >= 0", std::to_string(bytes));
+  if (function_ == nullptr) throw_error("set_max_dynamic_shared_memory on a LoadedKernel that holds no kernel");
+  if (bytes <= max_dynamic_smem_set_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(smem_mutex_);
+  if (bytes <= max_dynamic_smem_set_.load(std::memory_order_relaxed)) return;
+  check(driver().func_set_attribute(static_cast<CUfunction>(function_), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    bytes),
+        "cannot allow " + std::to_string(bytes) + " bytes of dynamic shared memory for kernel '" + name_ + "'");
+  max_dynamic_smem_set_.store(bytes, std::memory_order_release);
+}
+
+void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args) const {
+  if (function_ == nullptr) throw_error("launch of a LoadedKernel that holds no kernel");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) throw_argument_error("grid", "every dimension >= 1", describe(grid));
+  if (block.x == 0 || block.y == 0 || block.z == 0)
+    throw_argument_error("block", "every dimension >= 1", describe(block));
+  if (shared_bytes < 0) throw_argument_error("shared_bytes", ">= 0", std::to_string(shared_bytes));
+  // A thread that never touched the runtime has no current context; bind the primary one once.
+  ensure_runtime_on_this_thread();
+  check(driver().launch_kernel(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                               static_cast<unsigned int>(shared_bytes), reinterpret_cast<CUstream>(stream), args,
+                               nullptr),
+        "launch of kernel '" + name_ + "' with grid " + describe(grid) + ", block " + describe(block) + ", " +
+            std::to_string(shared_bytes) + " bytes of dynamic shared memory failed");
+}
+
+std::shared_ptr<LoadedKernel> get_kernel(const CompileRequest& r) {
+  const std::string key = cache_key(r);  // validates r
+  ensure_runtime_on_this_thread();
+  int device = -1;
+  if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) {
+    cudaGetLastError();
+    throw_error(std::string("cudaGetDevice failed: ") + cudaGetErrorString(status));
+  }
+  const std::string slot = key + "@" + std::to_string(device);
+  // Never destroyed: unloading modules from a static destructor would run after cudart's own teardown.
+  static auto* const mutex = new std::mutex;
+  static auto* const loaded = new std::map<std::string, std::shared_ptr<LoadedKernel>>;
+  {
+    std::lock_guard lock(*mutex);
+    if (auto it = loaded->find(slot); it != loaded->end()) return it->second;
+  }
+  const CompiledKernel compiled = compile_cached(r);  // deduplicates concurrent builds of this key itself
+  std::shared_ptr<LoadedKernel> kernel = LoadedKernel::load(compiled.cubin, r.kernel_name);
+  std::lock_guard lock(*mutex);
+  // A racing thread may have loaded it first: keep one module per slot, drop ours.
+  return loaded->emplace(slot, std::move(kernel)).first->second;
+}
+
+}  // namespace lutmm::jit

@@ -1,0 +1,141 @@
+// Config names, problem rules and the config space of the sm80 family.
+#include "lutmm/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lutmm/error.hpp"
+#include "lutmm/format.hpp"
+#include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "lutmm/pack.hpp"
+#include "runtime/kernel_shapes.hpp"
+
+namespace lutmm {
+
+std::string KernelConfig::name() const {
+  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}", family, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
+                     split_k == 0 ? std::string("auto") : std::to_string(split_k),
+                     lut == LutPlacement::shared ? "smem" : "reg");
+}
+
+namespace {
+
+bool take_int(std::string_view& s, std::string_view prefix, int& out) {
+  if (s.substr(0, prefix.size()) != prefix) return false;
+  s.remove_prefix(prefix.size());
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec != std::errc() || ptr == s.data()) return false;
+  s.remove_prefix(static_cast<size_t>(ptr - s.data()));
+  return true;
+}
+
+bool take(std::string_view& s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+}  // namespace
+
+KernelConfig KernelConfig::parse(std::string_view name) {
+  const std::string expected = "a config name like sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem";
+  KernelConfig c;
+  std::string_view s = name;
+  bool ok = take_int(s, "sm", c.family) && take_int(s, "_n", c.tile_n) && take_int(s, "_m", c.tile_m) &&
+            take_int(s, "_k", c.tile_k) && take_int(s, "_s", c.stages) && take_int(s, "_w", c.warps_n) &&
+            take_int(s, "x", c.warps_m) && take(s, "_sk");
+  if (ok) {
+    if (take(s, "auto")) {
+      c.split_k = 0;
+    } else {
+      ok = take_int(s, "", c.split_k) && c.split_k >= 1;
+    }
+  }
+  if (ok) {
+    if (take(s, "_lutsmem")) c.lut = LutPlacement::shared;
+    else if (take(s, "_lutreg")) c.lut = LutPlacement::registers;
+    else ok = false;
+  }
+  if (!ok || !s.empty()) throw_argument_error("config", expected, fmt::format("'{}'", name));
+  if (c.family != 80) throw_argument_error("config", "kernel family sm80", fmt::format("'{}'", name));
+  const bool shape_known = std::any_of(sm80_kernel_shapes().begin(), sm80_kernel_shapes().end(), [&](const auto& k) {
+    return k.tile_n == c.tile_n && k.tile_m == c.tile_m && k.tile_k == c.tile_k && k.stages == c.stages &&
+           k.warps_n == c.warps_n && k.warps_m == c.warps_m;
+  });
+  if (!shape_known)
+    throw_argument_error("config", "one of the tile shapes listed by `lutmm configs`", fmt::format("'{}'", name));
+  return c;
+}
+
+std::string Problem::str() const {
+  return fmt::format("M={} N={} K={} b{} g{} {}{}", m, n, k, bits, group_size, to_string(dtype), has_bias ? " +bias" : "");
+}
+
+void check_problem(const Problem& p) {
+  if (p.m < 1 || p.m > (1ll << 31) - 1) throw_argument_error("m", "1 <= M < 2^31", std::to_string(p.m));
+  if (p.n < 8 || p.n % 8 != 0 || p.n > (1ll << 30))
+    throw_argument_error("n", "a positive multiple of 8 (N = output features)", std::to_string(p.n));
+  if (p.k < 16 || p.k % 16 != 0 || p.k > (1ll << 30))
+    throw_argument_error("k", "a positive multiple of 16 (K = input features)", std::to_string(p.k));
+  check_bits(p.bits);
+  check_group_size(p.group_size, p.k);
+}
+
+std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  if (c.family != 80) return "only the sm80 family exists";
+  if (dev.arch() < 80) return fmt::format("the GPU is sm_{}, the sm80 family needs sm_80 or newer", dev.arch());
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  if (ps.k_padded % c.tile_k != 0)
+    return fmt::format("tile_k {} does not divide the padded K {}", c.tile_k, ps.k_padded);
+  const int group = p.group_size >= p.k ? 0 : p.group_size;
+  if (group != 0 && group > c.tile_k && group % c.tile_k != 0)
+    return fmt::format("group {} straddles tile_k {}", group, c.tile_k);
+  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, c.lut == LutPlacement::shared);
+  if (smem > dev.smem_per_block_optin)
+    return fmt::format("needs {} bytes of shared memory, the GPU allows {}", smem, dev.smem_per_block_optin);
+  if (c.split_k < 0) return "split_k must be >= 0";
+  const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
+  if (c.split_k > k_tiles) return fmt::format("split_k {} exceeds the {} k tiles", c.split_k, k_tiles);
+  return {};
+}
+
+int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
+  int splits = c.split_k;
+  if (splits == 0) {
+    // Enough blocks for about two per SM: a decode GEMM has few output tiles, and each block keeps only
+    // kStages - 1 k tiles in flight, so the memory system needs many blocks to stay busy.
+    const int64_t tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
+    const int64_t want = (2ll * dev.sm_count + tiles - 1) / tiles;
+    splits = static_cast<int>(std::clamp<int64_t>(want, 1, std::min(16, k_tiles)));
+  }
+  splits = std::clamp(splits, 1, k_tiles);
+  const int per = (k_tiles + splits - 1) / splits;
+  return (k_tiles + per - 1) / per;  // no empty split
+}
+
+std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev) {
+  check_problem(p);
+  std::vector<KernelConfig> out;
+  const int64_t m8 = (p.m + 7) / 8 * 8;
+  for (const auto& shape : sm80_kernel_shapes()) {
+    if (shape.tile_m > std::max<int64_t>(8, 2 * m8)) continue;  // mostly-empty tiles: never the fastest
+    if (shape.tile_n > 2 * ((p.n + 15) / 16 * 16)) continue;
+    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+      for (int split : {0, 1, 2, 4, 8}) {
+        KernelConfig c = shape;
+        c.lut = lut;
+        c.split_k = split;
+        if (config_invalid_reason(c, p, dev).empty()) out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace lutmm

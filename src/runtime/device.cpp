@@ -1,0 +1,103 @@
+// GPU properties through cudart alone (no driver API), read once per device and kept for the process.
+#include "lutmm/device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "lutmm/error.hpp"
+
+namespace lutmm {
+
+namespace {
+
+// cudart reports versions as 1000*major + 10*minor (13000 -> "13.0").
+std::string format_version(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+void check(cudaError_t status, const std::string& what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear it so it does not resurface in the caller's next CUDA call
+  throw_error(what + " failed: " + cudaGetErrorString(status));
+}
+
+int attribute(cudaDeviceAttr attr, int device, const char* name) {
+  int value = 0;
+  check(cudaDeviceGetAttribute(&value, attr, device),
+        std::string("cudaDeviceGetAttribute(") + name + ") of device " + std::to_string(device));
+  return value;
+}
+
+DeviceInfo query(int device) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties of device " + std::to_string(device));
+  DeviceInfo info;
+  info.index = device;
+  info.name = prop.name;
+  info.cc_major = attribute(cudaDevAttrComputeCapabilityMajor, device, "compute capability major");
+  info.cc_minor = attribute(cudaDevAttrComputeCapabilityMinor, device, "compute capability minor");
+  info.sm_count = attribute(cudaDevAttrMultiProcessorCount, device, "multiprocessor count");
+  info.l2_bytes = attribute(cudaDevAttrL2CacheSize, device, "L2 cache size");
+  info.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  info.smem_per_block_optin =
+      attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device, "shared memory per block (opt-in)");
+  info.smem_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, device, "shared memory per multiprocessor");
+  info.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor, device, "threads per multiprocessor");
+  info.regs_per_sm = attribute(cudaDevAttrMaxRegistersPerMultiprocessor, device, "registers per multiprocessor");
+  return info;
+}
+
+}  // namespace
+
+int device_count() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    // No driver, no device, a driver too old for this runtime: all mean "no usable GPU" here.
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+const DeviceInfo& device_info(int device) {
+  const int count = device_count();
+  if (device < 0 || device >= count)
+    throw_argument_error("device",
+                         count == 0 ? std::string("a CUDA device index, but this machine has no usable CUDA device")
+                                    : "a CUDA device index in [0, " + std::to_string(count) + ")",
+                         std::to_string(device));
+  // Entries are never erased, and a map's nodes never move: references handed out stay valid.
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<const DeviceInfo>> cache;
+  std::lock_guard lock(mutex);
+  auto& slot = cache[device];
+  if (!slot) slot = std::make_unique<const DeviceInfo>(query(device));
+  return *slot;
+}
+
+const DeviceInfo& current_device_info() {
+  int device = -1;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device_info(device);
+}
+
+std::string cuda_runtime_version() {
+  int version = 0;
+  check(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion");
+  return format_version(version);
+}
+
+std::string cuda_driver_version() {
+  int version = 0;
+  if (cudaDriverGetVersion(&version) != cudaSuccess || version == 0) {
+    cudaGetLastError();
+    return "none";
+  }
+  return format_version(version);
+}
+
+}  // namespace lutmm

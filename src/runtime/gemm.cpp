@@ -1,0 +1,265 @@
+// The GEMM entry point: argument checks, config choice, the kernel (JIT, cached), workspace, launch.
+#include "lutmm/gemm.hpp"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "jit/jit.hpp"
+#include "lutmm/device.hpp"
+#include "lutmm/error.hpp"
+#include "lutmm/kernels/gemm_params.cuh"
+#include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "runtime/cuda_check.hpp"
+#include "runtime/kernel_source.hpp"
+
+namespace lutmm {
+
+namespace {
+
+std::string ptr_str(const void* p) { return fmt::format("{}", p); }
+
+void check_device_pointer(const void* p, const char* name, size_t alignment, bool may_be_null = false) {
+  if (p == nullptr) {
+    if (may_be_null) return;
+    throw_argument_error(name, "a non-null device pointer", "null");
+  }
+  if (reinterpret_cast<uintptr_t>(p) % alignment != 0)
+    throw_argument_error(name, fmt::format("a {}-byte aligned pointer", alignment), ptr_str(p));
+}
+
+// ---- memory owned by a DeviceWeight: one allocation, three arrays at 256-byte offsets ----
+size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+std::shared_ptr<void> device_alloc(size_t bytes) {
+  void* p = nullptr;
+  check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
+  return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+}
+
+WeightView make_view(int64_t n, int64_t k, int bits, int group_size, DType dtype, void* base, const PackedShape& s) {
+  WeightView v;
+  v.n = n; v.k = k; v.bits = bits; v.group_size = group_size; v.dtype = dtype;
+  auto* b = static_cast<char*>(base);
+  const size_t packed_bytes = align256(static_cast<size_t>(s.words()) * 4);
+  const size_t table_bytes = align256(sizeof(uint16_t) << bits);
+  v.packed = reinterpret_cast<const uint32_t*>(b);
+  v.table = reinterpret_cast<const uint16_t*>(b + packed_bytes);
+  v.scales = reinterpret_cast<const uint16_t*>(b + packed_bytes + table_bytes);
+  return v;
+}
+
+size_t weight_bytes(const PackedShape& s) {
+  return align256(static_cast<size_t>(s.words()) * 4) + align256(sizeof(uint16_t) << s.bits) +
+         align256(static_cast<size_t>(s.scale_count()) * 2);
+}
+
+// ---- per (device, stream) split-K workspace, grown on demand, never while the stream is captured ----
+struct Workspace {
+  std::shared_ptr<void> floats, counters;
+  size_t float_bytes = 0, counter_count = 0;
+};
+
+std::mutex g_workspace_mutex;
+std::map<std::pair<int, cudaStream_t>, Workspace> g_workspaces;
+
+Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, size_t counters) {
+  std::lock_guard lock(g_workspace_mutex);
+  Workspace& w = g_workspaces[{device, stream}];
+  if (w.float_bytes >= float_bytes && w.counter_count >= counters) return w;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusNone)
+    throw_error(fmt::format(
+        "the split-K workspace must grow to {} bytes while the stream is being captured into a CUDA graph; "
+        "run the same GEMM once before capturing",
+        float_bytes));
+  const size_t fb = std::max(float_bytes, w.float_bytes), cc = std::max(counters, w.counter_count);
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // no kernel may still use the old one
+  w.floats = fb ? device_alloc(fb) : nullptr;
+  w.counters = device_alloc(std::max<size_t>(cc, 1) * sizeof(uint32_t));
+  check_cuda(cudaMemset(w.counters.get(), 0, std::max<size_t>(cc, 1) * sizeof(uint32_t)), "cudaMemset");
+  w.float_bytes = fb;
+  w.counter_count = cc;
+  return w;
+}
+
+// ---- loaded kernels, keyed by everything that changes the generated source ----
+struct KernelKey {
+  int device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, shared_lut;
+  auto tie() const {
+    return std::tie(device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, shared_lut);
+  }
+  bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
+};
+
+struct ReadyKernel {
+  std::shared_ptr<jit::LoadedKernel> kernel;
+  int shared_bytes = 0;
+};
+
+std::mutex g_kernel_mutex;
+std::map<KernelKey, ReadyKernel> g_kernels;
+
+ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
+  const KernelKey key{dev.index, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
+                      c.tile_k, c.stages, c.warps_n, c.warps_m, c.lut == LutPlacement::shared};
+  {
+    std::lock_guard lock(g_kernel_mutex);
+    auto it = g_kernels.find(key);
+    if (it != g_kernels.end()) return it->second;
+  }
+  ReadyKernel r;
+  r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch()));
+  r.shared_bytes = sm80_shared_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, c.stages,
+                                     c.lut == LutPlacement::shared);
+  r.kernel->set_max_dynamic_shared_memory(r.shared_bytes);
+  std::lock_guard lock(g_kernel_mutex);
+  return g_kernels.emplace(key, r).first->second;
+}
+
+Problem problem_of(const WeightView& w, int64_t m, bool has_bias) {
+  Problem p;
+  p.m = m; p.n = w.n; p.k = w.k; p.bits = w.bits; p.group_size = w.group_size; p.dtype = w.dtype;
+  p.has_bias = has_bias;
+  return p;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+DeviceWeight DeviceWeight::upload(const QuantizedWeight& q, cudaStream_t stream) {
+  q.validate();
+  const PackedShape s = packed_shape(q.n, q.k, q.bits, q.group_size);
+  const std::vector<uint32_t> packed = pack_codes(q.codes.data(), q.n, q.k, q.bits);
+  const std::vector<uint16_t> scales = pack_scales(q.scales.data(), q.n, q.k, q.group_size);
+  DeviceWeight w;
+  w.memory_ = device_alloc(weight_bytes(s));
+  w.view_ = make_view(q.n, q.k, q.bits, q.group_size, q.dtype, w.memory_.get(), s);
+  check_cuda(cudaMemcpyAsync(const_cast<uint32_t*>(w.view_.packed), packed.data(), packed.size() * 4,
+                             cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(packed)");
+  check_cuda(cudaMemcpyAsync(const_cast<uint16_t*>(w.view_.table), q.table.data(), q.table.size() * 2,
+                             cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(table)");
+  check_cuda(cudaMemcpyAsync(const_cast<uint16_t*>(w.view_.scales), scales.data(), scales.size() * 2,
+                             cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(scales)");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return w;
+}
+
+DeviceWeight DeviceWeight::pack_on_device(const uint8_t* device_codes, int64_t n, int64_t k, int bits, int group_size,
+                                          DType dtype, const uint16_t* host_table, const uint16_t* host_scales,
+                                          cudaStream_t stream) {
+  check_device_pointer(device_codes, "device_codes", 1);
+  if (host_table == nullptr) throw_argument_error("host_table", "a non-null host pointer", "null");
+  if (host_scales == nullptr) throw_argument_error("host_scales", "a non-null host pointer", "null");
+  const PackedShape s = packed_shape(n, k, bits, group_size);
+  for (int i = 0; i < (1 << bits); ++i)
+    if (!std::isfinite(bits_to_float(host_table[i], dtype)))
+      throw_argument_error("host_table", "finite values", fmt::format("a non-finite value at index {}", i));
+  const std::vector<uint16_t> scales = pack_scales(host_scales, n, k, group_size);
+  DeviceWeight w;
+  w.memory_ = device_alloc(weight_bytes(s));
+  w.view_ = make_view(n, k, bits, group_size, dtype, w.memory_.get(), s);
+  check_cuda(cudaMemcpyAsync(const_cast<uint16_t*>(w.view_.table), host_table, sizeof(uint16_t) << bits,
+                             cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(table)");
+  check_cuda(cudaMemcpyAsync(const_cast<uint16_t*>(w.view_.scales), scales.data(), scales.size() * 2,
+                             cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(scales)");
+  const DeviceInfo& dev = current_device_info();
+  auto kernel = jit::get_kernel(pack_kernel_request(bits, dev.arch()));
+  const unsigned char* codes = device_codes;
+  int ni = static_cast<int>(n), ki = static_cast<int>(k), kp = static_cast<int>(s.k_padded);
+  long long atoms = (s.n_padded / kAtomRows) * (s.k_padded / kAtomCols);
+  uint32_t* packed = const_cast<uint32_t*>(w.view_.packed);
+  std::shared_ptr<void> bad_memory = device_alloc(sizeof(uint32_t));
+  uint32_t* bad = static_cast<uint32_t*>(bad_memory.get());
+  check_cuda(cudaMemsetAsync(bad, 0, sizeof(uint32_t), stream), "cudaMemsetAsync");
+  void* args[] = {&codes, &ni, &ki, &kp, &atoms, &packed, &bad};
+  const long long threads = atoms * 32;
+  kernel->launch(dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0, stream, args);
+  uint32_t bad_count = 0;
+  check_cuda(cudaMemcpyAsync(&bad_count, bad, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  check_cuda(cudaStreamSynchronize(stream), "pack kernel");
+  if (bad_count != 0)
+    throw_argument_error("device_codes", fmt::format("codes < {}", 1 << bits),
+                         fmt::format("{} codes out of range", bad_count));
+  return w;
+}
+
+std::vector<uint8_t> DeviceWeight::download_codes() const {
+  const PackedShape s = packed_shape(view_.n, view_.k, view_.bits, view_.group_size);
+  std::vector<uint32_t> packed(static_cast<size_t>(s.words()));
+  check_cuda(cudaMemcpy(packed.data(), view_.packed, packed.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  return unpack_codes(packed.data(), view_.n, view_.k, view_.bits);
+}
+
+KernelConfig chosen_config(const Problem& p) { return heuristic_config(p, current_device_info()); }
+
+double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
+  check_problem(p);
+  int arch = arch_override;
+  if (arch == 0) arch = current_device_info().arch();
+  if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
+  const jit::CompiledKernel k = jit::compile_cached(gemm_kernel_request(p, c, arch));
+  return k.compile_ms;
+}
+
+void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {
+  check_device_pointer(x, "x", 16);
+  check_device_pointer(out, "out", 16);
+  check_device_pointer(bias, "bias", 2, /*may_be_null=*/true);
+  check_device_pointer(w.packed, "w.packed", 16);
+  check_device_pointer(w.table, "w.table", 2);
+  check_device_pointer(w.scales, "w.scales", 16);
+  const Problem p = problem_of(w, m, bias != nullptr);
+  check_problem(p);
+
+  const DeviceInfo& dev = current_device_info();
+  if (dev.arch() < 80)
+    throw_error(fmt::format("{} is sm_{}; lutmm needs sm_80 or newer", dev.name, dev.arch()));
+  KernelConfig c = options.config ? *options.config : heuristic_config(p, dev);
+  if (const std::string why = config_invalid_reason(c, p, dev); !why.empty())
+    throw_argument_error("config", "a config valid for " + p.str(), c.name() + ": " + why);
+
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  const int splits = resolve_split_k(c, p, dev);
+  const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
+  const unsigned n_tiles = static_cast<unsigned>((ps.n_padded + c.tile_n - 1) / c.tile_n);
+  const unsigned m_tiles = static_cast<unsigned>((p.m + c.tile_m - 1) / c.tile_m);
+  if (m_tiles > 65535u) throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()),
+                                             std::to_string(p.m));
+
+  const ReadyKernel rk = ready_kernel(p, c, dev);
+  GemmParams params{};
+  params.x = static_cast<const uint16_t*>(x);
+  params.out = static_cast<uint16_t*>(out);
+  params.bias = static_cast<const uint16_t*>(bias);
+  params.packed = w.packed;
+  params.table = w.table;
+  params.scales = w.scales;
+  params.m = static_cast<int>(p.m);
+  params.n = static_cast<int>(p.n);
+  params.k = static_cast<int>(p.k);
+  params.n_padded = static_cast<int>(ps.n_padded);
+  params.k_padded = static_cast<int>(ps.k_padded);
+  params.k_tiles = k_tiles;
+  params.k_tiles_per_split = (k_tiles + splits - 1) / splits;
+  params.splits = splits;
+  params.w_evict_first = m_tiles == 1 ? 1 : 0;  // read once: do not let W evict x and partial sums
+  if (splits > 1) {
+    const size_t tiles = static_cast<size_t>(n_tiles) * m_tiles;
+    Workspace& ws = workspace_for(dev.index, options.stream,
+                                  tiles * splits * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), tiles);
+    params.workspace = static_cast<float*>(ws.floats.get());
+    params.tile_counters = static_cast<uint32_t*>(ws.counters.get());
+  }
+  void* args[] = {&params};
+  rk.kernel->launch(dim3(n_tiles, m_tiles, static_cast<unsigned>(splits)), dim3(c.threads()), rk.shared_bytes,
+                    options.stream, args);
+}
+
+}  // namespace lutmm

@@ -1,0 +1,27 @@
+#include "runtime/kernel_shapes.hpp"
+
+namespace lutmm {
+
+const std::vector<KernelConfig>& sm80_kernel_shapes() {
+  auto make = [](int n, int m, int k, int stages, int wn, int wm) {
+    KernelConfig c;
+    c.tile_n = n; c.tile_m = m; c.tile_k = k; c.stages = stages; c.warps_n = wn; c.warps_m = wm;
+    return c;
+  };
+  static const std::vector<KernelConfig> shapes = {
+      // decode and conditioning batches: one or two 8-column blocks, 16-row strips per warp
+      make(64, 8, 128, 4, 4, 1), make(64, 8, 256, 3, 4, 1), make(64, 16, 128, 4, 4, 1),
+      make(64, 16, 256, 3, 4, 1), make(128, 16, 128, 4, 4, 1), make(32, 16, 256, 4, 2, 1),
+      // K that 128 does not divide (K = 320, 448, ...): 64-wide k tiles, deeper pipelines
+      make(64, 8, 64, 6, 4, 1), make(64, 16, 64, 6, 4, 1),
+      // medium M
+      make(64, 32, 128, 4, 4, 1), make(128, 32, 128, 4, 4, 1), make(64, 64, 64, 4, 2, 2),
+      make(128, 64, 64, 4, 4, 2),
+      // large M: big tiles amortise the dequantization over many MMAs
+      // (256 x 128 and 128 x 256 tiles were tried: ptxas spills at 255 registers for some bit widths.)
+      make(128, 128, 64, 4, 2, 4), make(128, 128, 64, 3, 4, 2),
+  };
+  return shapes;
+}
+
+}  // namespace lutmm

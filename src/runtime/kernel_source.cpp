@@ -1,0 +1,48 @@
+#include "runtime/kernel_source.hpp"
+
+#include <fmt/format.h>
+
+namespace lutmm {
+
+int kernel_group(const Problem& p) { return p.group_size >= p.k ? 0 : p.group_size; }
+
+namespace {
+// sm_90 and sm_100-class GPUs get their arch-specific target; the sm80 family uses no feature of it, but
+// later families do and one target per GPU keeps the cache simple.
+bool arch_specific(int arch) { return arch == 90 || arch == 100 || arch == 103; }
+}  // namespace
+
+jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch) {
+  jit::CompileRequest r;
+  r.kernel_name = kGemmKernelName;
+  r.arch = arch;
+  r.arch_specific = arch_specific(arch);
+  r.source = fmt::format(
+      "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
+      "#include \"lutmm/kernels/gemm_sm80.cuh\"\n"
+      "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}>;\n"
+      "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
+      "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm80<Kernel>(p); }}\n",
+      fmt::arg("cfg", c.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
+      fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
+      fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
+      fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", c.lut == LutPlacement::shared),
+      fmt::arg("name", kGemmKernelName));
+  return r;
+}
+
+jit::CompileRequest pack_kernel_request(int bits, int arch) {
+  jit::CompileRequest r;
+  r.kernel_name = kPackKernelName;
+  r.arch = arch;
+  r.arch_specific = arch_specific(arch);
+  r.source = fmt::format(
+      "#include \"lutmm/kernels/pack_codes.cuh\"\n"
+      "extern \"C\" __global__ void {name}(const unsigned char* codes, int n, int k, int k_padded, long long atoms,\n"
+      "                                   unsigned int* packed, unsigned int* bad_codes) {{\n"
+      "  lutmm::pack_codes_kernel<{bits}>(codes, n, k, k_padded, atoms, packed, bad_codes);\n}}\n",
+      fmt::arg("name", kPackKernelName), fmt::arg("bits", bits));
+  return r;
+}
+
+}  // namespace lutmm

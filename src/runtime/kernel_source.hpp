@@ -1,0 +1,16 @@
+#pragma once
+// The tiny translation unit the JIT compiles for one kernel: it only instantiates a header-only kernel.
+#include "jit/jit.hpp"
+#include "lutmm/config.hpp"
+
+namespace lutmm {
+
+inline constexpr const char* kGemmKernelName = "lutmm_gemm_sm80";
+inline constexpr const char* kPackKernelName = "lutmm_pack_codes";
+
+// group_size >= k (one scale per row) compiles as group 0.
+jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch);
+jit::CompileRequest pack_kernel_request(int bits, int arch);
+int kernel_group(const Problem& p);
+
+}  // namespace lutmm

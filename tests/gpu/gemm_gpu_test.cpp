@@ -1,0 +1,167 @@
+// lutmm::gemm on the GPU against a float64 reference (bench/verify.hpp states the method and the
+// tolerances): fresh random inputs per case, poisoned outputs, every bits x group x dtype combination,
+// every embedded shape, every config on a subset, determinism, bad arguments. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include "lutmm/lutmm.hpp"
+#include "runtime/kernel_shapes.hpp"
+#include "verify.hpp"
+
+namespace lutmm {
+namespace {
+
+bool have_gpu() { return device_count() > 0; }
+
+#define REQUIRE_GPU()                                  \
+  do {                                                 \
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)
+
+Problem problem(int64_t m, int64_t n, int64_t k, int bits, int g, DType dtype) {
+  Problem p;
+  p.m = m; p.n = n; p.k = k; p.bits = bits; p.group_size = g; p.dtype = dtype;
+  return p;
+}
+
+int group_for(int64_t k) { return k % 128 == 0 ? 128 : (k % 64 == 0 ? 64 : static_cast<int>(k)); }
+
+uint64_t g_seed = 0x5eed;
+
+void expect_passes(const Problem& p, std::optional<KernelConfig> cfg = std::nullopt, bool bias = false) {
+  bench::VerifyCase c;
+  c.problem = p;
+  c.config = cfg;
+  c.seed = ++g_seed;
+  c.with_bias = bias;
+  const bench::VerifyResult r = bench::verify_gemm(c);
+  EXPECT_TRUE(r.passed) << r.str();
+}
+
+// Every shape of both sets, 4-bit, bf16 and fp16, the runtime's own config.
+class EmbeddedShapes : public ::testing::TestWithParam<std::tuple<const char*, DType>> {};
+TEST_P(EmbeddedShapes, RuntimeChoiceMatchesReference) {
+  REQUIRE_GPU();
+  const auto [set, dtype] = GetParam();
+  for (const Shape& s : load_shapes(set)) expect_passes(problem(s.m, s.n, s.k, 4, group_for(s.k), dtype));
+}
+INSTANTIATE_TEST_SUITE_P(Sets, EmbeddedShapes,
+                         ::testing::Combine(::testing::Values("diffusion", "llm"),
+                                            ::testing::Values(DType::bf16, DType::f16)));
+
+// bits x group x dtype x bias on the diffusion set's distinct small and odd shapes.
+TEST(GemmGpu, EveryBitsGroupDtypeCombination) {
+  REQUIRE_GPU();
+  const std::vector<std::array<int64_t, 3>> shapes = {{1, 4096, 4096}, {2, 1280, 320}, {8, 1152, 256},
+                                                      {77, 640, 768},  {333, 1536, 1536}, {449, 2304, 1152},
+                                                      {1024, 32, 1152}, {3, 24, 48}};
+  for (const auto& s : shapes)
+    for (int bits : {2, 3, 4})
+      for (int g : {32, 64, 128, 256, 0})
+        for (DType dtype : {DType::bf16, DType::f16}) {
+          const int group = g == 0 ? static_cast<int>(s[2]) : g;
+          if (s[2] % group != 0) continue;
+          expect_passes(problem(s[0], s[1], s[2], bits, group, dtype), std::nullopt, (bits + g) % 2 == 0);
+        }
+}
+
+// Every valid config (splits included) on a few shapes that exercise partial tiles in M, N and K.
+TEST(GemmGpu, EveryConfigOnASubset) {
+  REQUIRE_GPU();
+  const DeviceInfo& dev = current_device_info();
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{{1, 1152, 1152}, {77, 320, 768}, {300, 1152, 4096}}) {
+    for (int bits : {2, 3, 4}) {
+      const Problem p = problem(s[0], s[1], s[2], bits, group_for(s[2]), bits == 3 ? DType::f16 : DType::bf16);
+      for (const KernelConfig& c : valid_configs(p, dev)) expect_passes(p, c, bits == 4);
+    }
+  }
+}
+
+// Each tile shape forced on a large-M problem too (valid_configs leaves big tiles out for small M only).
+TEST(GemmGpu, EveryTileShapeOnLargeM) {
+  REQUIRE_GPU();
+  for (const auto& shape : sm80_kernel_shapes())
+    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+      KernelConfig c = shape;
+      c.lut = lut;
+      c.split_k = 0;
+      expect_passes(problem(1000, 1040, 1280, 4, 128, DType::bf16), c);
+    }
+}
+
+TEST(GemmGpu, SplitKIsDeterministic) {
+  REQUIRE_GPU();
+  for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"}) {
+    bench::VerifyCase c;
+    c.problem = problem(5, 4096, 4096, 4, 128, DType::bf16);
+    c.config = KernelConfig::parse(name);
+    c.seed = ++g_seed;
+    const bench::DeterminismResult r = bench::check_determinism(c, 4);
+    EXPECT_TRUE(r.identical) << name << ": " << r.differing << " outputs differ";
+    EXPECT_EQ(r.unwritten, 0);
+  }
+}
+
+TEST(GemmGpu, GpuPackerMatchesCpuPacker) {
+  REQUIRE_GPU();
+  for (int bits : {2, 3, 4}) {
+    const QuantizedWeight q = bench::random_quantized_weight(200, 320, bits, 64, DType::bf16, ++g_seed);
+    uint8_t* d_codes = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_codes), q.codes.size()), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_codes, q.codes.data(), q.codes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    const DeviceWeight gw = DeviceWeight::pack_on_device(d_codes, q.n, q.k, bits, 64, DType::bf16, q.table.data(),
+                                                         q.scales.data());
+    EXPECT_EQ(gw.download_codes(), q.codes);
+    const PackedShape s = packed_shape(q.n, q.k, bits, 64);
+    std::vector<uint32_t> words(static_cast<size_t>(s.words()));
+    ASSERT_EQ(cudaMemcpy(words.data(), gw.view().packed, words.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(words, pack_codes(q.codes.data(), q.n, q.k, bits));
+    // an out-of-range code is refused
+    const uint8_t bad = static_cast<uint8_t>(1 << bits);
+    ASSERT_EQ(cudaMemcpy(d_codes + 17, &bad, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_THROW(DeviceWeight::pack_on_device(d_codes, q.n, q.k, bits, 64, DType::bf16, q.table.data(),
+                                              q.scales.data()),
+                 Error);
+    cudaFree(d_codes);
+  }
+}
+
+TEST(GemmGpu, BadArgumentsThrowBeforeWritingAnything) {
+  REQUIRE_GPU();
+  const QuantizedWeight q = bench::random_quantized_weight(64, 128, 4, 128, DType::bf16, ++g_seed);
+  const DeviceWeight w = DeviceWeight::upload(q);
+  uint16_t *x = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&x), 4 * 128 * 2 + 64), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), 4 * 64 * 2 + 64), cudaSuccess);
+  ASSERT_EQ(cudaMemset(out, 0xff, 4 * 64 * 2 + 64), cudaSuccess);
+  auto expect_error = [&](const std::function<void()>& fn, const char* arg) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error for " << arg;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + arg + "'"), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { gemm(nullptr, 4, w.view(), nullptr, out); }, "x");
+  expect_error([&] { gemm(x + 1, 4, w.view(), nullptr, out); }, "x");
+  expect_error([&] { gemm(x, 4, w.view(), nullptr, out + 3); }, "out");
+  expect_error([&] { gemm(x, 0, w.view(), nullptr, out); }, "m");
+  WeightView bad = w.view();
+  bad.n = 60;
+  expect_error([&] { gemm(x, 4, bad, nullptr, out); }, "n");
+  bad = w.view();
+  bad.packed = nullptr;
+  expect_error([&] { gemm(x, 4, bad, nullptr, out); }, "w.packed");
+  GemmOptions forced;
+  forced.config = KernelConfig::parse("sm80_n64_m16_k256_s3_w4x1_sk1_lutsmem");  // tile_k 256 > padded K 128
+  expect_error([&] { gemm(x, 4, w.view(), nullptr, out, forced); }, "config");
+  std::vector<uint16_t> host(4 * 64 + 32);
+  ASSERT_EQ(cudaMemcpy(host.data(), out, host.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (uint16_t v : host) ASSERT_EQ(v, 0xffff) << "an output was written by a call that failed";
+  cudaFree(x);
+  cudaFree(out);
+}
+
+}  // namespace
+}  // namespace lutmm

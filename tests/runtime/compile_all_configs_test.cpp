@@ -1,0 +1,90 @@
+// CI has no GPU, but NVRTC needs none: every kernel the sm80 family offers is compiled here for sm_80 and
+// sm_90a, for every bit width, and must come out without register spills or a stack frame (local memory
+// in the main loop would cost more than any tile choice gains). Runs the compiles on all cores.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "jit/jit.hpp"
+#include "lutmm/config.hpp"
+#include "runtime/kernel_shapes.hpp"
+#include "runtime/kernel_source.hpp"
+
+namespace lutmm {
+namespace {
+
+struct Job {
+  Problem problem;
+  KernelConfig config;
+  int arch;
+};
+
+TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
+  std::vector<Job> jobs;
+  for (int arch : {80, 90}) {
+    for (const auto& shape : sm80_kernel_shapes()) {
+      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+        for (int bits : {2, 3, 4}) {
+          Problem p;
+          p.m = 1; p.n = 4096; p.k = 4096; p.bits = bits; p.group_size = 128; p.dtype = DType::bf16;
+          // the dtype and group variants change little: cover them on alternating kernels
+          if ((bits + shape.tile_n / 16 + (lut == LutPlacement::shared)) % 3 == 0) p.dtype = DType::f16;
+          if (bits == 3) p.group_size = shape.tile_m >= 64 ? 4096 : 32;
+          KernelConfig c = shape;
+          c.lut = lut;
+          jobs.push_back({p, c, arch});
+        }
+      }
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  double slowest_ms = 0;
+  std::string slowest;
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      const Job& j = jobs[i];
+      const std::string what = fmt::format("{} {} sm_{}", j.config.name(), j.problem.str(), j.arch);
+      try {
+        const jit::CompiledKernel k = jit::compile(gemm_kernel_request(j.problem, j.config, j.arch));
+        std::lock_guard lock(mutex);
+        if (k.cubin.empty()) failures.push_back(what + ": empty cubin");
+        if (k.resources.spill_store_bytes != 0 || k.resources.spill_load_bytes != 0)
+          failures.push_back(fmt::format("{}: spills {} / {} bytes", what, k.resources.spill_store_bytes,
+                                         k.resources.spill_load_bytes));
+        if (k.resources.stack_frame_bytes != 0)
+          failures.push_back(fmt::format("{}: {} bytes stack frame", what, k.resources.stack_frame_bytes));
+        if (k.resources.registers <= 0) failures.push_back(what + ": no register count in the ptxas report");
+        if (k.compile_ms > slowest_ms) {
+          slowest_ms = k.compile_ms;
+          slowest = what;
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex);
+        failures.push_back(what + ": " + e.what());
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (const auto& f : failures) ADD_FAILURE() << f;
+  std::printf("compiled %zu kernels; slowest %.0f ms (%s)\n", jobs.size(), slowest_ms, slowest.c_str());
+}
+
+TEST(CompileAllConfigs, PackKernelCompilesForEveryBitWidth) {
+  for (int bits : {2, 3, 4}) {
+    const jit::CompiledKernel k = jit::compile(pack_kernel_request(bits, 80));
+    EXPECT_FALSE(k.cubin.empty());
+    EXPECT_EQ(k.resources.spill_store_bytes, 0);
+  }
+}
+
+}  // namespace
+}  // namespace lutmm

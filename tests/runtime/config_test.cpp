@@ -1,0 +1,153 @@
+// Configs: names round-trip, problem rules, the config space and the heuristic on GPUs described by
+// value (an H200 and an A100 as lutmm would read them at run time).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "lutmm/config.hpp"
+#include "lutmm/error.hpp"
+#include "lutmm/shapes.hpp"
+#include "runtime/kernel_shapes.hpp"
+
+namespace lutmm {
+namespace {
+
+DeviceInfo h200() {
+  DeviceInfo d;
+  d.name = "NVIDIA H200 (described)";
+  d.cc_major = 9; d.cc_minor = 0; d.sm_count = 132; d.l2_bytes = 60 << 20;
+  d.smem_per_block_optin = 227 * 1024; d.smem_per_sm = 228 * 1024;
+  return d;
+}
+DeviceInfo a100() {
+  DeviceInfo d;
+  d.name = "NVIDIA A100 (described)";
+  d.cc_major = 8; d.cc_minor = 0; d.sm_count = 108; d.l2_bytes = 40 << 20;
+  d.smem_per_block_optin = 163 * 1024; d.smem_per_sm = 164 * 1024;
+  return d;
+}
+DeviceInfo rtx() {  // sm_86: 99 KB per block
+  DeviceInfo d;
+  d.name = "RTX-class sm_86 (described)";
+  d.cc_major = 8; d.cc_minor = 6; d.sm_count = 84; d.l2_bytes = 6 << 20;
+  d.smem_per_block_optin = 99 * 1024; d.smem_per_sm = 100 * 1024;
+  return d;
+}
+
+Problem problem(int64_t m, int64_t n, int64_t k, int bits = 4, int g = 128) {
+  Problem p;
+  p.m = m; p.n = n; p.k = k; p.bits = bits; p.group_size = g;
+  return p;
+}
+
+int group_for(int64_t k) { return k % 128 == 0 ? 128 : (k % 64 == 0 ? 64 : static_cast<int>(k)); }
+
+TEST(KernelConfig, NameRoundTrips) {
+  for (const auto& shape : sm80_kernel_shapes()) {
+    for (int split : {0, 1, 3, 16}) {
+      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+        KernelConfig c = shape;
+        c.split_k = split;
+        c.lut = lut;
+        EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+      }
+    }
+  }
+  EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
+}
+
+TEST(KernelConfig, BadNamesNameTheConfigArgument) {
+  for (const char* bad : {"", "sm80", "sm80_n64_m16_k128_s4_w4x1_sk2", "sm80_n64_m16_k128_s4_w4x1_sk2_lutfoo",
+                          "sm80_n64_m16_k128_s4_w4x1_sk0_lutsmem", "sm80_n63_m16_k128_s4_w4x1_sk2_lutsmem",
+                          "sm90_n64_m16_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_x"}) {
+    try {
+      KernelConfig::parse(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'config'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Problem, RulesNameTheArgument) {
+  auto expect_bad = [](Problem p, const char* arg) {
+    try {
+      check_problem(p);
+      ADD_FAILURE() << "accepted " << p.str();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + arg + "'"), std::string::npos) << e.what();
+    }
+  };
+  expect_bad(problem(0, 64, 128), "m");
+  expect_bad(problem(1, 60, 128), "n");
+  expect_bad(problem(1, 64, 120, 4, 120), "k");
+  expect_bad(problem(1, 64, 128, 5), "bits");
+  expect_bad(problem(1, 64, 320, 4, 128), "group_size");
+  EXPECT_NO_THROW(check_problem(problem(1, 8, 16, 2, 16)));
+  EXPECT_NO_THROW(check_problem(problem(449, 2304, 1152, 3, 64)));
+}
+
+// Every shape of both embedded sets has valid configs on each described GPU, and the heuristic's
+// choice is one of them, with a concrete split.
+TEST(ConfigSpace, EveryShapeHasValidConfigsAndTheHeuristicPicksOne) {
+  for (const DeviceInfo& dev : {h200(), a100(), rtx()}) {
+    for (const char* set : {"diffusion", "llm"}) {
+      for (const Shape& s : load_shapes(set)) {
+        for (int bits : {2, 3, 4}) {
+          const Problem p = problem(s.m, s.n, s.k, bits, group_for(s.k));
+          const auto configs = valid_configs(p, dev);
+          ASSERT_FALSE(configs.empty()) << p.str() << " on " << dev.name;
+          for (const auto& c : configs) EXPECT_EQ(config_invalid_reason(c, p, dev), "") << c.name();
+          const KernelConfig h = heuristic_config(p, dev);
+          EXPECT_EQ(config_invalid_reason(h, p, dev), "") << p.str() << " " << h.name();
+          EXPECT_GE(h.split_k, 1);
+        }
+      }
+    }
+  }
+}
+
+TEST(ConfigSpace, InvalidReasonsAreSpecific) {
+  const DeviceInfo dev = h200();
+  KernelConfig c = KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_skauto_lutsmem");
+  EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 320, 4, 64), dev).find("tile_k"), std::string::npos);
+  DeviceInfo old = dev;
+  old.cc_major = 7; old.cc_minor = 5;
+  EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), old).find("sm_80"), std::string::npos);
+  DeviceInfo tiny = dev;
+  tiny.smem_per_block_optin = 48 * 1024;
+  EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), tiny).find("shared memory"), std::string::npos);
+  c.split_k = 100;
+  EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), dev).find("split_k"), std::string::npos);
+}
+
+TEST(SplitK, AutoFillsTheGpuAndNeverLeavesAnEmptySplit) {
+  const KernelConfig c = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem");
+  for (const DeviceInfo& dev : {h200(), a100()}) {
+    for (int64_t k : {128, 1152, 4096, 14336, 28672}) {
+      for (int64_t n : {32, 1152, 4096, 28672}) {
+        const Problem p = problem(1, n, k, 4, 128);
+        const int s = resolve_split_k(c, p, dev);
+        const int k_tiles = static_cast<int>((k + 127) / 128);
+        const int per = (k_tiles + s - 1) / s;
+        EXPECT_GE(s, 1);
+        EXPECT_LE(s, k_tiles);
+        EXPECT_GT(k_tiles - (s - 1) * per, 0) << "empty last split";
+        const int64_t tiles = (n + 63) / 64;
+        if (tiles >= dev.sm_count) {
+          EXPECT_EQ(s, 1);
+        } else {  // about two blocks per SM, unless the 16-split cap or the k tiles stop it
+          EXPECT_TRUE(tiles * s * 2 >= dev.sm_count || s >= 16 || s * 2 > k_tiles)
+              << "too few blocks for n=" << n << " k=" << k << ": " << s << " splits";
+        }
+      }
+    }
+  }
+  // A forced split is kept when it fits, clamped to the k tiles otherwise.
+  KernelConfig forced = c;
+  forced.split_k = 3;
+  EXPECT_EQ(resolve_split_k(forced, problem(1, 4096, 4096), h200()), 3);
+}
+
+}  // namespace
+}  // namespace lutmm

@@ -1,0 +1,91 @@
+// `lutmm configs`: every config valid for one problem on this GPU (or a what-if GPU), the heuristic's
+// choice marked.
+#include <algorithm>
+#include <memory>
+
+#include <fmt/core.h>
+
+#include "cli.hpp"
+
+namespace lutmm::cli {
+namespace {
+
+struct ConfigsArgs {
+  std::string shape;
+  int bits = 4;
+  int group = 128;
+  std::string dtype = "bf16";
+  bool bias = false;
+  int arch = 0;
+};
+
+int run_configs(const ConfigsArgs& a) {
+  const Shape s = parse_shape_arg(a.shape, "--shape");
+  Problem p;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.bits = a.bits;
+  p.group_size = a.group == 0 ? static_cast<int>(s.k) : a.group;
+  p.dtype = parse_dtype(a.dtype);
+  p.has_bias = a.bias;
+  check_problem(p);
+  const DeviceInfo dev = planning_device(a.arch);
+
+  const std::vector<KernelConfig> configs = valid_configs(p, dev);
+  const KernelConfig chosen = heuristic_config(p, dev);
+  fmt::print("problem: {}\n", p.str());
+  fmt::print("device: {}, sm_{}, {} SMs, L2 {}, shared memory per block {}\n", dev.name, dev.arch(), dev.sm_count,
+             format_bytes(dev.l2_bytes), format_bytes(dev.smem_per_block_optin));
+  if (a.arch != 0) {
+    fmt::print("(a what-if: these are published figures of one sm_{} GPU, not a measured device)\n", a.arch);
+  }
+  fmt::print("{} valid config{} (* = the heuristic's choice)\n", configs.size(), configs.size() == 1 ? "" : "s");
+  // The heuristic returns a concrete split-K. Mark the listed config equal to it; failing that, the
+  // listed split-K-auto config that resolves to it (the same kernel, the count chosen at run time).
+  const auto resolved = [&](KernelConfig c) {
+    c.split_k = resolve_split_k(c, p, dev);
+    return c;
+  };
+  const auto exact = std::find(configs.begin(), configs.end(), chosen);
+  const auto marked = exact != configs.end() ? exact : std::find_if(configs.begin(), configs.end(), [&](const KernelConfig& c) {
+    return c.split_k == 0 && resolved(c) == chosen;
+  });
+  fmt::print("  {:<44} {:>7} {:>7}\n", "config", "threads", "split-K");
+  for (auto it = configs.begin(); it != configs.end(); ++it) {
+    fmt::print("{} {:<44} {:>7} {:>7}\n", it == marked ? '*' : ' ', it->name(), it->threads(),
+               resolve_split_k(*it, p, dev));
+  }
+  if (marked == configs.end()) {
+    const std::string why = config_invalid_reason(chosen, p, dev);
+    if (!why.empty()) {
+      // The heuristic must pick a valid config; say so loudly rather than hide it.
+      fmt::print(stderr, "lutmm configs: the heuristic's choice {} is not valid here: {}\n", chosen.name(), why);
+      return 1;
+    }
+    fmt::print("* {:<44} {:>7} {:>7}  (the heuristic's choice: valid, with a split-K outside the listed ones)\n",
+               chosen.name(), chosen.threads(), chosen.split_k);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_configs(CLI::App& parent) {
+  auto a = std::make_shared<ConfigsArgs>();
+  CLI::App* app = parent.add_subcommand("configs", "List the kernel configs valid for one problem, marking the heuristic's choice");
+  app->add_option("--shape", a->shape, "The problem: out[M,N] = x[M,K] . W[N,K]^T")
+      ->required()
+      ->check(shape_validator());
+  app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
+  app->add_option("--group", a->group, "Weights per scale along K (0: one scale per row)")->capture_default_str();
+  app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
+  app->add_flag("--bias", a->bias, "The problem adds a bias");
+  app->add_option("--arch", a->arch,
+                  "Plan for a what-if GPU of this compute capability instead of the current one "
+                  "(published figures of a representative model: 90 = H200-like, 132 SMs)")
+      ->check(arch_validator());
+  return {app, [a] { return run_configs(*a); }};
+}
+
+}  // namespace lutmm::cli
