@@ -188,7 +188,9 @@ BenchRow bench_shape(const Shape& shape, const Context& ctx) {
   // A shape the library cannot run (or a forced config cannot run) is reported and skipped, not fatal.
   try {
     check_problem(p);
-    cfg = o.config ? *o.config : chosen_config(p);
+    const ConfigChoice choice = o.config ? ConfigChoice{*o.config, ConfigSource::forced} : chosen_config_with_source(p);
+    cfg = choice.config;
+    row.config_source = std::string(to_string(choice.source));
     if (o.config) {
       const std::string why = config_invalid_reason(cfg, p, ctx.device);
       if (!why.empty()) throw_argument_error("config", "a config valid for " + p.str(), cfg.name() + ": " + why);
@@ -289,13 +291,14 @@ void print_table(const std::vector<BenchRow>& rows, const BenchOptions& o) {
   size_t config_width = 6;
   for (const BenchRow& r : rows) config_width = std::max(config_width, r.config.size());
   const int cw = static_cast<int>(config_width);
-  fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}}  {:>9} {:>9} {:>8} {:>6} {:>8} {:>7}\n", "M", "N", "K", "G", "config",
-             cw, "lutmm us", "cuBLAS us", "speedup", "TB/s", "TFLOP/s", "%floor");
+  fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}} {:<9}  {:>9} {:>9} {:>8} {:>6} {:>8} {:>7}\n", "M", "N", "K", "G",
+             "config", cw, "source", "lutmm us", "cuBLAS us", "speedup", "TB/s", "TFLOP/s", "%floor");
   bool any_changed_group = false;
   for (const BenchRow& r : rows) {
     const std::string g = group_cell(r, o.group);
     any_changed_group |= g.back() == '*';
-    fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}}", r.shape.m, r.shape.n, r.shape.k, g, r.config, cw);
+    fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}} {:<9}", r.shape.m, r.shape.n, r.shape.k, g, r.config, cw,
+               r.config_source);
     if (r.timed()) {
       fmt::print("  {:>9.2f} {:>9.2f} {:>7.2f}x {:>6.2f} {:>8.1f} {:>7.1f}", r.lutmm_us, r.cublas_us, r.speedup(),
                  r.tbps(), r.tflops(), r.pct_floor());
@@ -337,6 +340,13 @@ void print_summary(const std::vector<BenchRow>& rows, const BenchOptions& o) {
     fmt::print("geometric mean speedup: no shape timed with a correct result");
   }
   fmt::print(" ({} skipped, {} wrong)\n", skipped, wrong);
+  // Where the configs came from: how much of the run the tuning database covered.
+  std::string sources;
+  for (const char* source : {"forced", "database", "tuned", "heuristic"}) {
+    const auto n = std::count_if(rows.begin(), rows.end(), [&](const BenchRow& r) { return r.config_source == source; });
+    if (n > 0) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", n, source);
+  }
+  if (!sources.empty()) fmt::print("configs: {} (tuning mode {}, docs/TUNING.md)\n", sources, to_string(tune_mode()));
   if (!host.empty()) {
     fmt::print("host overhead of one lutmm::gemm call: median {:.2f} us (min {:.2f}, max {:.2f})\n", median(host),
                *std::min_element(host.begin(), host.end()), *std::max_element(host.begin(), host.end()));

@@ -59,6 +59,7 @@ struct BenchRow {
   int group = 128;
   DType dtype = DType::bf16;
   std::string config;
+  std::string config_source;      // where the config came from: forced, database, tuned or heuristic
   std::string status = "ok";
   double lutmm_us = 0, cublas_us = 0;
   double host_us = 0;             // host time of one lutmm::gemm call (enqueue only)

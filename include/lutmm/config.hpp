@@ -58,6 +58,8 @@ std::string config_invalid_reason(const KernelConfig& cfg, const Problem& p, con
 std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev);
 // The built-in choice without measurement (runtime/heuristics_sm80.cpp). split_k comes out concrete.
 KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev);
+// How many blocks of cfg fit on one SM of dev at once (shared memory, threads, an estimate of registers).
+int resident_blocks_per_sm(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
 // Resolves split_k = 0 to a concrete count from the SM count.
 int resolve_split_k(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
 

@@ -9,6 +9,7 @@
 #include "lutmm/config.hpp"
 #include "lutmm/format.hpp"
 #include "lutmm/pack.hpp"
+#include "lutmm/tune.hpp"
 
 namespace lutmm {
 
@@ -49,8 +50,15 @@ struct GemmOptions {
 // Throws Error before launching anything when an argument is bad.
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options = {});
 
-// The config the runtime would use for this problem on the current device.
+// The config the runtime would use for this problem on the current device (choose_config: the tuning
+// database, first-use tuning or the heuristic, per tune_mode()), and where it came from. In first-use
+// mode a key not yet tuned is tuned by this call, as gemm() would.
 KernelConfig chosen_config(const Problem& p);
+struct ConfigChoice {
+  KernelConfig config;
+  ConfigSource source = ConfigSource::heuristic;
+};
+ConfigChoice chosen_config_with_source(const Problem& p);
 // Compiles (or loads from the cache) the kernel for (p, cfg) without running it; returns compile ms, 0 when cached.
 double precompile(const Problem& p, const KernelConfig& cfg, int arch_override = 0);
 

@@ -10,6 +10,7 @@
 #include "lutmm/quantize.hpp"
 #include "lutmm/reference.hpp"
 #include "lutmm/shapes.hpp"
+#include "lutmm/tune.hpp"
 
 namespace lutmm {
 const char* version();  // "0.1.0"

@@ -103,16 +103,31 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
   return {};
 }
 
+int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  const int group = p.group_size >= p.k ? 0 : p.group_size;
+  // +1 KB: the driver reserves that much shared memory per block on sm_80+.
+  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages,
+                                     c.lut == LutPlacement::shared) + 1024;
+  int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
+  if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
+  // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones.
+  const int regs = c.tile_m >= 64 ? 192 : 128;
+  if (dev.regs_per_sm > 0) blocks = std::min(blocks, dev.regs_per_sm / (regs * c.threads()));
+  return std::max(blocks, 1);
+}
+
 int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
   int splits = c.split_k;
   if (splits == 0) {
-    // Enough blocks for about two per SM: a decode GEMM has few output tiles, and each block keeps only
-    // kStages - 1 k tiles in flight, so the memory system needs many blocks to stay busy.
+    // Fill one wave: as many blocks as can be resident at once (a decode GEMM has few output tiles, and
+    // each block keeps only kStages - 1 k tiles in flight, so the memory system needs every block slot).
+    // More would start a second, partial wave; each split keeps at least two k tiles when there are four.
     const int64_t tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
-    const int64_t want = (2ll * dev.sm_count + tiles - 1) / tiles;
-    splits = static_cast<int>(std::clamp<int64_t>(want, 1, std::min(16, k_tiles)));
+    const int64_t resident = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
+    const int max_splits = std::min(16, k_tiles >= 4 ? k_tiles / 2 : k_tiles);
+    splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, std::max(1, max_splits)));
   }
   splits = std::clamp(splits, 1, k_tiles);
   const int per = (k_tiles + splits - 1) / splits;

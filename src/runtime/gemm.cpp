@@ -116,8 +116,7 @@ ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceIn
   }
   ReadyKernel r;
   r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch()));
-  r.shared_bytes = sm80_shared_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, c.stages,
-                                     c.lut == LutPlacement::shared);
+  r.shared_bytes = sm80_dynamic_shared_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, c.stages);
   r.kernel->set_max_dynamic_shared_memory(r.shared_bytes);
   std::lock_guard lock(g_kernel_mutex);
   return g_kernels.emplace(key, r).first->second;
@@ -197,7 +196,14 @@ std::vector<uint8_t> DeviceWeight::download_codes() const {
   return unpack_codes(packed.data(), view_.n, view_.k, view_.bits);
 }
 
-KernelConfig chosen_config(const Problem& p) { return heuristic_config(p, current_device_info()); }
+KernelConfig chosen_config(const Problem& p) { return chosen_config_with_source(p).config; }
+
+ConfigChoice chosen_config_with_source(const Problem& p) {
+  check_problem(p);
+  ConfigChoice choice;
+  choice.config = choose_config(p, current_device_info(), nullptr, &choice.source);
+  return choice;
+}
 
 double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
   check_problem(p);
@@ -221,7 +227,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   const DeviceInfo& dev = current_device_info();
   if (dev.arch() < 80)
     throw_error(fmt::format("{} is sm_{}; lutmm needs sm_80 or newer", dev.name, dev.arch()));
-  KernelConfig c = options.config ? *options.config : heuristic_config(p, dev);
+  KernelConfig c = options.config ? *options.config : choose_config(p, dev, options.stream, nullptr);
   if (const std::string why = config_invalid_reason(c, p, dev); !why.empty())
     throw_argument_error("config", "a config valid for " + p.str(), c.name() + ": " + why);
 
@@ -249,7 +255,6 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.k_tiles = k_tiles;
   params.k_tiles_per_split = (k_tiles + splits - 1) / splits;
   params.splits = splits;
-  params.w_evict_first = m_tiles == 1 ? 1 : 0;  // read once: do not let W evict x and partial sums
   if (splits > 1) {
     const size_t tiles = static_cast<size_t>(n_tiles) * m_tiles;
     Workspace& ws = workspace_for(dev.index, options.stream,

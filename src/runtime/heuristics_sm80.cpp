@@ -41,11 +41,19 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   check_problem(p);
   static constexpr std::array<TileChoice, 2> decode8{{{64, 8, 128}, {64, 8, 64}}};
   static constexpr std::array<TileChoice, 2> decode16{{{64, 16, 128}, {64, 16, 64}}};
+  // Wide N: 64-row tiles would need more than one wave of blocks; 128-row tiles with 8 warps share one
+  // pair table among twice the warps and fit in one wave (measured: 1 x 28672 x 8192, 70 -> 53 us).
+  static constexpr std::array<TileChoice, 3> decode8_wide{{{128, 8, 128}, {64, 8, 128}, {64, 8, 64}}};
+  static constexpr std::array<TileChoice, 3> decode16_wide{{{128, 16, 128}, {64, 16, 128}, {64, 16, 64}}};
   static constexpr std::array<TileChoice, 2> small{{{64, 32, 128}, {64, 64, 64}}};
   static constexpr std::array<TileChoice, 2> medium{{{128, 64, 64}, {64, 64, 64}}};
   static constexpr std::array<TileChoice, 1> large{{{128, 128, 64}}};
-  const auto& prefs = p.m <= 8 ? std::span<const TileChoice>(decode8)
-                      : p.m <= 16 ? std::span<const TileChoice>(decode16)
+  KernelConfig narrow = sm80_kernel_shapes().front();  // 64 x 8 x 128, 4 warps
+  narrow.lut = LutPlacement::shared;
+  const int64_t narrow_tiles = (p.n + 63) / 64;
+  const bool wide = narrow_tiles > static_cast<int64_t>(resident_blocks_per_sm(narrow, p, dev)) * dev.sm_count;
+  const auto& prefs = p.m <= 8 ? (wide ? std::span<const TileChoice>(decode8_wide) : std::span<const TileChoice>(decode8))
+                      : p.m <= 16 ? (wide ? std::span<const TileChoice>(decode16_wide) : std::span<const TileChoice>(decode16))
                       : p.m <= 32 ? std::span<const TileChoice>(small)
                       : p.m <= 64 ? std::span<const TileChoice>(medium)
                                   : std::span<const TileChoice>(large);

@@ -13,6 +13,10 @@ bool arch_specific(int arch) { return arch == 90 || arch == 100 || arch == 103; 
 }  // namespace
 
 jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch) {
+  // split-K is a launch parameter: the comment names the kernel with it normalised, so every split of one
+  // tile shape is the same source, cache key and loaded module.
+  KernelConfig kernel = c;
+  kernel.split_k = 0;
   jit::CompileRequest r;
   r.kernel_name = kGemmKernelName;
   r.arch = arch;
@@ -23,7 +27,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
       "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}>;\n"
       "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
       "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm80<Kernel>(p); }}\n",
-      fmt::arg("cfg", c.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
+      fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
       fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
       fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
       fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", c.lut == LutPlacement::shared),

@@ -79,6 +79,8 @@ void check_index_helpers() {
         EXPECT_EQ((nib >> (8 * p)) & 15u, layout::unpack_code(kBits, w, s, p, 0));
         EXPECT_EQ((nib >> (8 * p + 4)) & 15u, layout::unpack_code(kBits, w, s, p, 1));
         EXPECT_LT(lut::pair_index<kBits>(w, s, p), 1u << (2 * kBits));
+        const uint32_t lane4 = static_cast<uint32_t>(lane) * 4;
+        EXPECT_EQ(lut::pair_offset<kBits>(w, s, p, lane4), lut::pair_index<kBits>(w, s, p) * 128 + lane4);
       }
     }
   }

@@ -134,11 +134,13 @@ TEST(SplitK, AutoFillsTheGpuAndNeverLeavesAnEmptySplit) {
         EXPECT_LE(s, k_tiles);
         EXPECT_GT(k_tiles - (s - 1) * per, 0) << "empty last split";
         const int64_t tiles = (n + 63) / 64;
-        if (tiles >= dev.sm_count) {
-          EXPECT_EQ(s, 1);
-        } else {  // about two blocks per SM, unless the 16-split cap or the k tiles stop it
-          EXPECT_TRUE(tiles * s * 2 >= dev.sm_count || s >= 16 || s * 2 > k_tiles)
-              << "too few blocks for n=" << n << " k=" << k << ": " << s << " splits";
+        const int64_t resident = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
+        EXPECT_GE(resident_blocks_per_sm(c, p, dev), 1);
+        if (tiles >= resident) {
+          EXPECT_EQ(s, 1) << "n=" << n << " k=" << k;
+        } else {
+          EXPECT_LE(tiles * s, resident) << "a second wave for n=" << n << " k=" << k;
+          if (tiles * 2 <= resident && k_tiles >= 4) EXPECT_GE(s, 2) << "an idle GPU for n=" << n << " k=" << k;
         }
       }
     }

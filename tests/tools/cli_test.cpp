@@ -455,6 +455,13 @@ TEST_F(LutmmTool, VerifyNeedsAShape) {
   EXPECT_CONTAINS(r.err, "--shape");
 }
 
+TEST_F(LutmmTool, DemoRejectsAnUnknownShapeSetBeforeAnyWork) {
+  const ToolRun r = run({"demo", "--sets", "diffusion,no_such_set"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_CONTAINS(r.err, "no_such_set");
+  EXPECT_EQ(r.out, "");  // not even the environment report
+}
+
 TEST_F(LutmmTool, DemoRunsTheCpuPathWithoutAGpu) {
   if (device_count() > 0) GTEST_SKIP() << "a GPU is present: the GPU demo benchmarks every shape (scripts/main)";
   const ToolRun r = run({"demo"});

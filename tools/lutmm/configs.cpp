@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli.hpp"
+#include "tune_cmd.hpp"
 
 namespace lutmm::cli {
 namespace {
@@ -17,6 +18,8 @@ struct ConfigsArgs {
   std::string dtype = "bf16";
   bool bias = false;
   int arch = 0;
+  bool no_time = false;
+  int repetitions = 3;
 };
 
 int run_configs(const ConfigsArgs& a) {
@@ -66,6 +69,11 @@ int run_configs(const ConfigsArgs& a) {
     fmt::print("* {:<44} {:>7} {:>7}  (the heuristic's choice: valid, with a split-K outside the listed ones)\n",
                chosen.name(), chosen.threads(), chosen.split_k);
   }
+  // On a real GPU, measure them too (the tuner's timing function).
+  if (a.arch == 0 && !a.no_time && !configs.empty() && !print_config_timings(p, configs, chosen, a.repetitions)) {
+    fmt::print(stderr, "lutmm configs: not one config could be timed (the reasons are in the table)\n");
+    return 1;
+  }
   return 0;
 }
 
@@ -73,7 +81,7 @@ int run_configs(const ConfigsArgs& a) {
 
 Command add_configs(CLI::App& parent) {
   auto a = std::make_shared<ConfigsArgs>();
-  CLI::App* app = parent.add_subcommand("configs", "List the kernel configs valid for one problem, marking the heuristic's choice");
+  CLI::App* app = parent.add_subcommand("configs", "List the kernel configs valid for one problem, marking the heuristic's choice (and timing each on a GPU)");
   app->add_option("--shape", a->shape, "The problem: out[M,N] = x[M,K] . W[N,K]^T")
       ->required()
       ->check(shape_validator());
@@ -85,6 +93,10 @@ Command add_configs(CLI::App& parent) {
                   "Plan for a what-if GPU of this compute capability instead of the current one "
                   "(published figures of a representative model: 90 = H200-like, 132 SMs)")
       ->check(arch_validator());
+  app->add_flag("--no-time", a->no_time, "On a GPU, only list the configs (by default each is also timed)");
+  app->add_option("--repetitions", a->repetitions, "Timed L2-cold runs per config on a GPU (median)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   return {app, [a] { return run_configs(*a); }};
 }
 

@@ -91,8 +91,9 @@ bool gpu_layer(const DemoArgs& a) {
       c.problem = Problem{rows, n, k, bits, 128, DType::bf16, false};
       c.seed = a.seed + 2;
       c.with_bias = rows == 77;
+      c.problem.has_bias = c.with_bias;  // only for the printed label
       const bench::VerifyResult r = bench::verify_gemm(c);
-      fmt::print("  {}\n", r.str());
+      fmt::print("  {}: {}\n", c.problem.str(), r.str());
       all &= r.passed;
     }
   }
@@ -100,19 +101,22 @@ bool gpu_layer(const DemoArgs& a) {
 }
 
 // Returns whether every shape ran with a correct-looking result (run_bench's verdict).
-bool gpu_benchmarks(const DemoArgs& a, int first_section) {
+bool gpu_benchmarks(const DemoArgs& a, const std::vector<std::vector<Shape>>& shape_sets, int first_section) {
   std::filesystem::create_directories(a.out_dir);
   int number = first_section;
   bool all = true;
-  for (const std::string& set : a.sets) {
+  for (size_t i = 0; i < a.sets.size(); ++i) {
+    const std::string& set = a.sets[i];
     section(number++, fmt::format("benchmark the '{}' shapes (4-bit, group 128, bf16) against cuBLAS", set));
     bench::BenchOptions b;
-    b.shapes = load_shapes(set);
+    b.shapes = shape_sets[i];
     b.bits = 4;
     b.group = 128;
     b.dtype = DType::bf16;
-    b.csv_path = (std::filesystem::path(a.out_dir) / fmt::format("bench_{}.csv", set)).string();
-    b.png_path = (std::filesystem::path(a.out_dir) / fmt::format("bench_{}.png", set)).string();
+    // "diffusion" -> bench_diffusion.csv; a shape file's stem names the files the same way.
+    const std::string stem = std::filesystem::path(set).stem().string();
+    b.csv_path = (std::filesystem::path(a.out_dir) / fmt::format("bench_{}.csv", stem)).string();
+    b.png_path = (std::filesystem::path(a.out_dir) / fmt::format("bench_{}.png", stem)).string();
     all &= bench::run_bench(b) == 0;
   }
   return all;
@@ -198,6 +202,8 @@ bool cpu_path(const DemoArgs& a) {
 }
 
 int run_demo(const DemoArgs& a) {
+  std::vector<std::vector<Shape>> shape_sets;  // read before any work, so a bad name fails at once
+  for (const std::string& set : a.sets) shape_sets.push_back(load_shapes(set));
   print_environment();
   if (device_count() == 0) {
     fmt::print("\nNo CUDA GPU on this machine: lutmm::gemm cannot run here. Running the CPU path instead:\n"
@@ -212,7 +218,7 @@ int run_demo(const DemoArgs& a) {
     fmt::print(stderr, "\ndemo FAILED: the GPU result does not match the reference; not benchmarking\n");
     return 1;
   }
-  const bool bench_ok = gpu_benchmarks(a, 4);
+  const bool bench_ok = gpu_benchmarks(a, shape_sets, 4);
   fmt::print("\ndemo {}\n", bench_ok ? "done" : "FAILED: a benchmarked shape gave a wrong-looking result (see above)");
   return bench_ok ? 0 : 1;
 }
@@ -224,7 +230,7 @@ Command add_demo(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "demo", "The main job: quantize, run and check a layer, then benchmark both shape sets (CPU path without a GPU)");
   app->add_option("--out", a->out_dir, "Folder for the benchmark CSV and PNG files")->capture_default_str();
-  app->add_option("--sets", a->sets, "Shape sets to benchmark, comma-separated")
+  app->add_option("--sets", a->sets, "Shape sets (or shape files) to benchmark, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
   app->add_option("--seed", a->seed, "Seed of the random weights and inputs")->capture_default_str();

@@ -45,9 +45,10 @@ int run_verify(const VerifyArgs& a) {
     c.config = config;
     c.seed = a.seed;
     c.with_bias = a.bias;
+    c.problem.has_bias = a.bias;  // only for the printed label: with_bias decides
     c.table = a.table == "nf" ? bench::TableKind::nf : bench::TableKind::random;
     const bench::VerifyResult r = bench::verify_gemm(c);
-    fmt::print("{}\n", r.str());
+    fmt::print("{}: {}\n", c.problem.str(), r.str());
     failed += r.passed ? 0 : 1;
   }
   if (failed > 0) {

@@ -18,7 +18,6 @@ struct GemmParams {
   int k_tiles;              // k_padded / tile_k
   int k_tiles_per_split;
   int splits;               // gridDim.z
-  int w_evict_first;        // stream W with an L2 evict-first hint (W is read once per launch)
 };
 
 }  // namespace lutmm

@@ -6,8 +6,15 @@
 // a decode step (M = 1..8) fills the n8 side of each MMA with little waste, while W's 16-row side is
 // always full. Per k tile, a block streams packed W, x and the scales through a kStages-deep cp.async
 // pipeline; each warp dequantizes its 16-row strips straight from the packed words (whose lanes already
-// match the A-fragment, so no shuffles), scales them, and multiplies with x fragments from ldmatrix.
-// Split-K over gridDim.z; the epilogue reduces the splits in a fixed order.
+// match the A-fragment, so no shuffles) and multiplies with x fragments from ldmatrix. Split-K over
+// gridDim.z; the epilogue reduces the splits in a fixed order.
+//
+// Where the group scale is applied depends on how many MMAs share one dequantized fragment:
+//  * few (kFragsM <= 2, decode and small batches): the unscaled table values go into the MMA, each group's
+//    partial sums collect in float and are scaled once per group (4 FFMA per fragment and group instead
+//    of 4 HMUL2 per fragment and k16 slice; also exact in float);
+//  * many (large M): the fragment is scaled once (HMUL2) and reused by every MMA, keeping one set of
+//    accumulators in registers.
 #include "lutmm/epilogue/epilogue.cuh"
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm80_config.cuh"
@@ -20,27 +27,24 @@ namespace lutmm {
 
 template <class K>
 LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem[];  // the pipeline stages (later the epilogue tile)
+  using SharedLut = lut::SharedPairLut<K::kBits>;
+  using RegLut = lut::RegisterLut<K::kBits>;
+  // The pair table is static shared memory: its address is a link-time constant, so each lookup is one
+  // LDS with an immediate base (see lut/code_index.cuh: pair_offset).
+  __shared__ __align__(16) uint32_t pair_table[K::kSharedLut ? SharedLut::kWords : 1];
+  constexpr bool kScaleInAcc = K::kFragsM <= 2;
+  constexpr int kGroup = K::kGroup;  // 0: one scale per row
+
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_n = warp % K::kWarpsN, warp_m = warp / K::kWarpsN;
   const int g = lane >> 2;
   const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
   const int num_kt = work.kt_end - work.kt_begin;
 
-  uint8_t* stages = smem + K::kLutBytes;
-  const pipeline::StageLoader<K> loader{p, work.n0, work.m0, tid, p.w_evict_first ? ptx::l2_evict_first_policy() : 0ull};
-
-  // The table: built once per block (shared pair table) or loaded into registers.
-  using SharedLut = lut::SharedPairLut<K::kBits>;
-  using RegLut = lut::RegisterLut<K::kBits>;
-  SharedLut shared_lut{reinterpret_cast<const uint32_t*>(smem), lane};
-  RegLut reg_lut;
-  if constexpr (K::kSharedLut) {
-    SharedLut::build(reinterpret_cast<uint32_t*>(smem), p.table, tid, K::kThreads);
-  } else {
-    reg_lut.load(p.table);
-  }
-
+  uint8_t* stages = smem;
+  const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+  loader.zero_x_tail(stages);
   // Prologue: fill kStages - 1 stages. One commit per stage, even when empty, keeps the wait count exact.
 #pragma unroll
   for (int s = 0; s < K::kStages - 1; ++s) {
@@ -48,13 +52,29 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     ptx::cp_async_commit();
   }
 
+  // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
+  SharedLut shared_lut{reinterpret_cast<const uint8_t*>(pair_table), static_cast<uint32_t>(lane) * 4};
+  RegLut reg_lut;
+  if constexpr (K::kSharedLut) {
+    SharedLut::build(pair_table, p.table, tid, K::kThreads);
+  } else {
+    reg_lut.load(p.table);
+  }
+
   float acc[K::kFragsN][K::kFragsM][4];
+  float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 #pragma unroll
   for (int fn = 0; fn < K::kFragsN; ++fn)
 #pragma unroll
     for (int fm = 0; fm < K::kFragsM; ++fm)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[fn][fm][i] = 0.f;
+
+  // ldmatrix row addresses: lane supplies row (lane & 7) of matrix (lane >> 3); for slice t the chunk is
+  // 2t + (matrix & 1), stored at chunk (2t ^ ((matrix & 1) ^ row % 8)) since 2t is even.
+  const int x_row = warp_m * K::kWarpTileM + ((lane >> 4) & 1) * 8 + (lane & 7);
+  const int x_row_x2 = warp_m * K::kWarpTileM + (lane & 7);
+  const int x_chunk_key = ((lane >> 3) & 1) ^ (lane & 7);
 
   for (int it = 0; it < num_kt; ++it) {
     ptx::cp_async_wait<K::kStages - 2>();
@@ -63,24 +83,33 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if (next < num_kt) loader.load(stages + (next % K::kStages) * K::kStageBytes, work.kt_begin + next);
     ptx::cp_async_commit();
 
+    const int kt = work.kt_begin + it;
     uint8_t* stage = stages + (it % K::kStages) * K::kStageBytes;
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(pipeline::StageLoader<K>::w_smem(stage));
     const uint8_t* xs = pipeline::StageLoader<K>::x_smem(stage);
     const uint16_t* ss = pipeline::StageLoader<K>::scale_smem(stage);
+    // Groups longer than a k tile (and one scale per row) start and end at tile boundaries.
+    const bool long_group_starts = it == 0 || (kGroup > K::kTileK && (kt * K::kTileK) % kGroup == 0);
+    const bool long_group_ends =
+        it == num_kt - 1 || (kGroup > K::kTileK && ((kt + 1) * K::kTileK) % kGroup == 0);
 
     uint32_t words[K::kFragsN][K::kBits];
-    uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];
+    uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
 #pragma unroll
     for (int t = 0; t < K::kSlices; ++t) {
       const int atom = t / 4, s = t % 4;
+      constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
+      const bool group_start = kShortGroups ? (t * 16) % (kShortGroups ? kGroup : 1) == 0 : (t == 0 && long_group_starts);
+      const bool group_end = kShortGroups ? ((t + 1) * 16) % (kShortGroups ? kGroup : 1) == 0
+                                          : (t == K::kSlices - 1 && long_group_ends);
+      const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;  // scale row in the stage
+
       // x fragments (B operand) for this warp's kFragsM 8-column blocks.
       uint32_t b[K::kFragsM][2];
 #pragma unroll
       for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
-        const int q = lane >> 3;
-        const int row = warp_m * K::kWarpTileM + (fm + (q >> 1)) * 8 + (lane & 7);
         uint32_t r[4];
-        ptx::ldmatrix_x4(r, xs + pipeline::StageLoader<K>::x_offset(row, 2 * t + (q & 1)));
+        ptx::ldmatrix_x4(r, xs + (x_row + fm * 8) * (K::kTileK * 2) + (((2 * t) ^ x_chunk_key) << 4));
         b[fm][0] = r[0];
         b[fm][1] = r[1];
         b[fm + 1][0] = r[2];
@@ -88,9 +117,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
       }
       if constexpr (K::kFragsM % 2 == 1) {
         constexpr int fm = K::kFragsM - 1;
-        const int row = warp_m * K::kWarpTileM + fm * 8 + (lane & 7);
         uint32_t r[2];
-        ptx::ldmatrix_x2(r, xs + pipeline::StageLoader<K>::x_offset(row, 2 * t + ((lane >> 3) & 1)));
+        ptx::ldmatrix_x2(r, xs + (x_row_x2 + fm * 8) * (K::kTileK * 2) + (((2 * t) ^ x_chunk_key) << 4));
         b[fm][0] = r[0];
         b[fm][1] = r[1];
       }
@@ -110,27 +138,46 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
             for (int w = 0; w < K::kBits; ++w) words[fn][w] = src[w];
           }
         }
-        // The group scale of rows g and g + 8, reloaded when this slice starts a new group.
-        constexpr bool kOneGroupPerStage = K::kGroup == 0 || K::kGroup >= K::kTileK;
-        if (t == 0 || (!kOneGroupPerStage && (t * 16) % (K::kGroup == 0 ? 1 : K::kGroup) == 0)) {
-          const int grow = kOneGroupPerStage ? 0 : (t * 16) / (K::kGroup == 0 ? 1 : K::kGroup);
-          const uint32_t lo = ss[grow * K::kTileN + strip * 16 + g];
-          const uint32_t hi = ss[grow * K::kTileN + strip * 16 + g + 8];
-          scale_lo[fn] = lo | (lo << 16);
-          scale_hi[fn] = hi | (hi << 16);
-        }
         uint32_t a[4];
         if constexpr (K::kSharedLut) {
           shared_lut.slice(words[fn], s, a);
         } else {
           reg_lut.slice(words[fn], s, a);
         }
-        a[0] = mma::mul_x2<K::kBf16>(a[0], scale_lo[fn]);
-        a[1] = mma::mul_x2<K::kBf16>(a[1], scale_hi[fn]);
-        a[2] = mma::mul_x2<K::kBf16>(a[2], scale_lo[fn]);
-        a[3] = mma::mul_x2<K::kBf16>(a[3], scale_hi[fn]);
+        if constexpr (kScaleInAcc) {
+          if (group_start) {
 #pragma unroll
-        for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(acc[fn][fm], a, b[fm]);
+            for (int fm = 0; fm < K::kFragsM; ++fm)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) part[fn][fm][i] = 0.f;
+          }
+#pragma unroll
+          for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(part[fn][fm], a, b[fm]);
+          if (group_end) {  // fold the group: rows g (c0, c1) and g + 8 (c2, c3) have their own scale
+            const float lo = mma::to_float<K::kBf16>(ss[grow * K::kTileN + strip * 16 + g]);
+            const float hi = mma::to_float<K::kBf16>(ss[grow * K::kTileN + strip * 16 + g + 8]);
+#pragma unroll
+            for (int fm = 0; fm < K::kFragsM; ++fm) {
+              acc[fn][fm][0] += part[fn][fm][0] * lo;
+              acc[fn][fm][1] += part[fn][fm][1] * lo;
+              acc[fn][fm][2] += part[fn][fm][2] * hi;
+              acc[fn][fm][3] += part[fn][fm][3] * hi;
+            }
+          }
+        } else {
+          if (t == 0 || (kShortGroups && group_start)) {  // the scale of rows g and g + 8, as pairs
+            const uint32_t lo = ss[grow * K::kTileN + strip * 16 + g];
+            const uint32_t hi = ss[grow * K::kTileN + strip * 16 + g + 8];
+            scale_lo[fn] = lo | (lo << 16);
+            scale_hi[fn] = hi | (hi << 16);
+          }
+          a[0] = mma::mul_x2<K::kBf16>(a[0], scale_lo[fn]);
+          a[1] = mma::mul_x2<K::kBf16>(a[1], scale_hi[fn]);
+          a[2] = mma::mul_x2<K::kBf16>(a[2], scale_lo[fn]);
+          a[3] = mma::mul_x2<K::kBf16>(a[3], scale_hi[fn]);
+#pragma unroll
+          for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(acc[fn][fm], a, b[fm]);
+        }
       }
     }
   }

@@ -17,11 +17,17 @@ LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { re
 LUTMM_HOST_DEVICE constexpr int sm80_lut_bytes(int bits, bool shared_lut) {
   return shared_lut ? (1 << (2 * bits)) * 32 * 4 : 0;
 }
-LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
-                                                  bool shared_lut) {
+// Dynamic shared memory (the launch asks for this); the pair table is static shared memory on top of it.
+LUTMM_HOST_DEVICE constexpr int sm80_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
+                                                          int stages) {
   const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k);
   const int epi = sm80_epilogue_bytes(tile_n, tile_m);
-  return sm80_lut_bytes(bits, shared_lut) + (pipe > epi ? pipe : epi);
+  return pipe > epi ? pipe : epi;
+}
+// All shared memory of a block (static + dynamic): what must fit the GPU's per-block limit.
+LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
+                                                  bool shared_lut) {
+  return sm80_lut_bytes(bits, shared_lut) + sm80_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages);
 }
 
 // kGroup = 0 means one scale per row (group_size == K).
@@ -43,6 +49,7 @@ struct Sm80Kernel {
   static constexpr int kStageBytes = sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK);
   static constexpr int kLutBytes = sm80_lut_bytes(kBits, kSharedLut);
   static constexpr int kSharedBytes = sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kSharedLut);
+  static constexpr int kDynamicSharedBytes = sm80_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages);
   static constexpr int kEpilogueLd = kTileN + 4;  // floats; +4 keeps the fragment stores conflict-free
 
   static_assert(kBits >= 2 && kBits <= 4, "2, 3 or 4-bit codes");

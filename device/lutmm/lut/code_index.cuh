@@ -39,3 +39,23 @@ LUTMM_HOST_DEVICE uint32_t pair_index(const uint32_t* w, int s, int p) {
 }
 
 }  // namespace lutmm::lut
+
+namespace lutmm::lut {
+
+// Byte offset of pair p of slice s in the 32-copy pair table, lane copy included: index * 128 + lane4,
+// where lane4 = lane * 4. Written as shift-and-mask of the packed word so the compiler emits one SHF and
+// one LOP3 per pair (two of each for 3-bit) and the load can use an immediate base address.
+template <int kBits>
+LUTMM_HOST_DEVICE uint32_t pair_offset(const uint32_t* w, int s, int p, uint32_t lane4) {
+  auto shift = [](uint32_t v, int right) -> uint32_t { return right >= 0 ? v >> right : v << -right; };
+  if constexpr (kBits == 4) {
+    return (shift(w[s], 8 * p - 7) & 0x7f80u) | lane4;
+  } else if constexpr (kBits == 2) {
+    return (shift(w[s >> 1], 16 * (s & 1) + 4 * p - 7) & 0x780u) | lane4;
+  } else {
+    const uint32_t lo = (shift(w[s >> 1], 16 * (s & 1) + 4 * p - 7) & 0x780u) | lane4;
+    return (shift(w[2], 8 * s + 2 * p - 11) & 0x1800u) | lo;
+  }
+}
+
+}  // namespace lutmm::lut

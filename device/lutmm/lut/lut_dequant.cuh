@@ -24,23 +24,25 @@ template <int kBits>
 struct SharedPairLut {
   static constexpr int kEntries = 1 << (2 * kBits);
   static constexpr int kCopies = 32;
-  static constexpr int kBytes = kEntries * kCopies * 4;
+  static constexpr int kWords = kEntries * kCopies;
+  static constexpr int kBytes = kWords * 4;
 
-  const uint32_t* entries;  // shared memory, kEntries * kCopies words
-  int lane;
+  const uint8_t* table_bytes;  // a static __shared__ array of kWords words, so loads take an immediate base
+  uint32_t lane4;              // lane * 4: this lane's copy
 
   // Every thread of the block takes part; the caller synchronises afterwards.
   LUTMM_DEVICE static void build(uint32_t* smem, const uint16_t* table, int tid, int threads) {
-    for (int i = tid; i < kEntries * kCopies; i += threads) {
+    for (int i = tid; i < kWords; i += threads) {
       uint32_t c0, c1;
       layout::pair_codes(kBits, static_cast<uint32_t>(i / kCopies), c0, c1);
-      smem[i] = static_cast<uint32_t>(table[c0]) | (static_cast<uint32_t>(table[c1]) << 16);
+      smem[i] = static_cast<uint32_t>(__ldg(table + c0)) | (static_cast<uint32_t>(__ldg(table + c1)) << 16);
     }
   }
 
   LUTMM_DEVICE void slice(const uint32_t* w, int s, uint32_t (&a)[4]) const {
 #pragma unroll
-    for (int p = 0; p < 4; ++p) a[p] = entries[pair_index<kBits>(w, s, p) * kCopies + lane];
+    for (int p = 0; p < 4; ++p)
+      a[p] = *reinterpret_cast<const uint32_t*>(table_bytes + pair_offset<kBits>(w, s, p, lane4));
   }
 };
 

@@ -5,8 +5,10 @@
 //   [ x: tile_m rows of tile_k values; the 16-byte chunk c of row r is stored at chunk c ^ (r % 8), so
 //        the eight rows an ldmatrix reads land in eight different bank groups                          ]
 //   [ scales: kScaleRows rows of tile_n values (the groups this k tile touches)                        ]
-// Rows of x past M and columns past K are zero-filled by the copy itself (src-size 0); strips past the
-// padded N are zero-filled too (codes 0 and scale 0 make their weights 0).
+// Each thread's copies sit at fixed places of the tile, so their addresses are computed once and each k
+// tile only adds a stride (the address arithmetic would otherwise rival the dequantization in
+// instructions). Rows of x past M are never copied (zeroed once instead); columns past K are zero-filled
+// by the copy itself (src-size 0); strips past the padded N are zero-filled (codes 0, scale 0: weight 0).
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/layout/packed_layout.cuh"
 #include "lutmm/ptx/memory.cuh"
@@ -15,10 +17,14 @@ namespace lutmm::pipeline {
 
 template <class K>
 struct StageLoader {
-  const GemmParams& p;
-  int n0, m0;
-  int tid;
-  uint64_t policy;
+  static constexpr int kWordsPerAtom = layout::words_per_atom(K::kBits);
+  static constexpr int kChunksPerStrip = K::kAtomsK * kWordsPerAtom / 4;
+  static constexpr int kWChunks = (K::kTileN / 16) * kChunksPerStrip;
+  static constexpr int kWIters = dev::ceil_div(kWChunks, K::kThreads);
+  static constexpr int kXChunksPerRow = K::kTileK / 8;
+  static constexpr int kXIters = dev::ceil_div(K::kTileM * kXChunksPerRow, K::kThreads);
+  static constexpr int kScaleChunksPerRow = K::kTileN / 8;
+  static constexpr int kSIters = dev::ceil_div(K::kScaleRows * kScaleChunksPerRow, K::kThreads);
 
   LUTMM_DEVICE static uint8_t* w_smem(uint8_t* stage) { return stage; }
   LUTMM_DEVICE static uint8_t* x_smem(uint8_t* stage) { return stage + K::kWBytes; }
@@ -28,46 +34,84 @@ struct StageLoader {
   // Byte offset of 16-byte chunk `chunk` of x row `row` inside the x area.
   LUTMM_DEVICE static int x_offset(int row, int chunk) { return row * (K::kTileK * 2) + ((chunk ^ (row & 7)) << 4); }
 
-  LUTMM_DEVICE void load(uint8_t* stage, int kt) const {
-    // W: strip s of the tile is the run of kAtomsK atoms starting at atom (n0/16 + s, kt * kAtomsK).
-    constexpr int kChunksPerStrip = K::kAtomsK * layout::words_per_atom(K::kBits) / 4;
-    constexpr int kWChunks = (K::kTileN / 16) * kChunksPerStrip;
-    const int k_atoms = p.k_padded / layout::kAtomCols;
-    uint8_t* ws = w_smem(stage);
-#pragma unroll 4
-    for (int i = tid; i < kWChunks; i += K::kThreads) {
+  const GemmParams& p;
+  int tid, rows;  // rows: x rows of this tile below M
+  // W: source at k tile 0, destination offset, whether the strip exists
+  const uint32_t* w_src[kWIters];
+  bool w_valid[kWIters];
+  // x: source row start at k = 0 (null when this thread has no chunk), chunk column, destination offset
+  const uint16_t* x_src[kXIters];
+  int x_col[kXIters], x_dst[kXIters];
+  // scales: source for group row 0
+  const uint16_t* s_src[kSIters];
+  bool s_valid[kSIters];
+
+  LUTMM_DEVICE StageLoader(const GemmParams& params, int n0, int m0, int thread) : p(params), tid(thread) {
+    rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
+    const int64_t k_atoms = p.k_padded / layout::kAtomCols;
+#pragma unroll
+    for (int j = 0; j < kWIters; ++j) {
+      const int i = tid + j * K::kThreads;
       const int strip = i / kChunksPerStrip, c = i % kChunksPerStrip;
       const int atom_row = n0 / 16 + strip;
-      const bool valid = atom_row * 16 < p.n_padded;
-      const uint32_t* src =
-          p.packed + ((static_cast<int64_t>(atom_row) * k_atoms + static_cast<int64_t>(kt) * K::kAtomsK) *
-                          layout::words_per_atom(K::kBits) + c * 4);
-      if (valid && p.w_evict_first) {
-        ptx::cp_async_16_hint(ws + i * 16, src, policy);
-      } else {
-        ptx::cp_async_16(ws + i * 16, valid ? src : p.packed, valid);
-      }
+      w_valid[j] = i < kWChunks && atom_row * 16 < p.n_padded;
+      w_src[j] = w_valid[j] ? p.packed + static_cast<int64_t>(atom_row) * k_atoms * kWordsPerAtom + c * 4 : p.packed;
     }
-    // x
-    constexpr int kXChunksPerRow = K::kTileK / 8;
-    uint8_t* xs = x_smem(stage);
-    for (int i = tid; i < K::kTileM * kXChunksPerRow; i += K::kThreads) {
+#pragma unroll
+    for (int j = 0; j < kXIters; ++j) {
+      const int i = tid + j * K::kThreads;
       const int r = i / kXChunksPerRow, c = i % kXChunksPerRow;
-      const int m = m0 + r, k = kt * K::kTileK + c * 8;
-      const bool valid = m < p.m && k < p.k;
-      const uint16_t* src = valid ? p.x + static_cast<int64_t>(m) * p.k + k : p.x;
-      ptx::cp_async_16(xs + x_offset(r, c), src, valid);
+      x_col[j] = c * 8;
+      x_dst[j] = x_offset(r, c);
+      x_src[j] = r < rows ? p.x + static_cast<int64_t>(m0 + r) * p.k + c * 8 : nullptr;
     }
-    // scales of the groups this k tile touches
-    constexpr int kScaleChunksPerRow = K::kTileN / 8;
-    const int srow0 = K::kGroup == 0 ? 0 : (kt * K::kTileK) / K::kGroup;
-    uint16_t* ss = scale_smem(stage);
-    for (int i = tid; i < K::kScaleRows * kScaleChunksPerRow; i += K::kThreads) {
+#pragma unroll
+    for (int j = 0; j < kSIters; ++j) {
+      const int i = tid + j * K::kThreads;
       const int r = i / kScaleChunksPerRow, c = i % kScaleChunksPerRow;
       const int n = n0 + c * 8;
-      const bool valid = n < p.n_padded;
-      const uint16_t* src = valid ? p.scales + static_cast<int64_t>(srow0 + r) * p.n_padded + n : p.scales;
-      ptx::cp_async_16(ss + r * K::kTileN + c * 8, src, valid);
+      s_valid[j] = i < K::kScaleRows * kScaleChunksPerRow && n < p.n_padded;
+      s_src[j] = s_valid[j] ? p.scales + static_cast<int64_t>(r) * p.n_padded + n : p.scales;
+    }
+  }
+
+  // Zeroes the x rows past M in every stage once, so a decode step (M = 1) issues no copies for them.
+  // Ordinary stores: the first barrier of the main loop orders them before any ldmatrix.
+  LUTMM_DEVICE void zero_x_tail(uint8_t* stages) const {
+    constexpr int kRowBytes = K::kTileK * 2;
+    for (int s = 0; s < K::kStages; ++s) {
+      uint8_t* xs = x_smem(stages + s * K::kStageBytes);
+      for (int i = rows * kRowBytes / 16 + tid; i < K::kTileM * kRowBytes / 16; i += K::kThreads)
+        *reinterpret_cast<dev::uint4_t*>(xs + i * 16) = dev::uint4_t{0u, 0u, 0u, 0u};
+    }
+  }
+
+  LUTMM_DEVICE void load(uint8_t* stage, int kt) const {
+    uint8_t* ws = w_smem(stage);
+#pragma unroll
+    for (int j = 0; j < kWIters; ++j) {
+      if (kWChunks % K::kThreads == 0 || tid + j * K::kThreads < kWChunks) {
+        const uint32_t* src = w_valid[j] ? w_src[j] + static_cast<int64_t>(kt) * (K::kAtomsK * kWordsPerAtom) : w_src[j];
+        ptx::cp_async_16(ws + (tid + j * K::kThreads) * 16, src, w_valid[j]);
+      }
+    }
+    uint8_t* xs = x_smem(stage);
+    const int k0 = kt * K::kTileK;
+#pragma unroll
+    for (int j = 0; j < kXIters; ++j) {
+      if (x_src[j] != nullptr) {
+        const bool valid = k0 + x_col[j] < p.k;
+        ptx::cp_async_16(xs + x_dst[j], valid ? x_src[j] + k0 : p.x, valid);
+      }
+    }
+    uint16_t* ss = scale_smem(stage);
+    const int64_t srow0 = K::kGroup == 0 ? 0 : k0 / K::kGroup;
+#pragma unroll
+    for (int j = 0; j < kSIters; ++j) {
+      if (tid + j * K::kThreads < K::kScaleRows * kScaleChunksPerRow) {
+        const uint16_t* src = s_valid[j] ? s_src[j] + srow0 * p.n_padded : s_src[j];
+        ptx::cp_async_16(ss + (tid + j * K::kThreads) * 8, src, s_valid[j]);
+      }
     }
   }
 };

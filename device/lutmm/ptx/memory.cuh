@@ -1,29 +1,17 @@
 #pragma once
 // Thin wrappers over single memory instructions (sm_80+): asynchronous global->shared copies, ldmatrix,
-// L2 cache policies.
+// byte permutes. (An L2 evict-first policy on the W copies was tried: ptxas 13.0 emitted an LDGSTS whose
+// policy descriptor faulted with 'illegal instruction' on the H200; see docs/NOTES.md.)
 #include "lutmm/common.cuh"
 
 namespace lutmm::ptx {
 
 LUTMM_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// An L2 policy that marks lines evict-first: weights streamed once should not push x and the
-// partial sums out of L2.
-LUTMM_DEVICE uint64_t l2_evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-
 // 16-byte async copy, bypassing L1. src_bytes = 0 zero-fills the destination (out-of-range rows/columns).
 LUTMM_DEVICE void cp_async_16(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(valid ? 16 : 0));
-}
-
-LUTMM_DEVICE void cp_async_16_hint(void* smem, const void* gmem, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)),
-               "l"(gmem), "l"(policy));
 }
 
 LUTMM_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

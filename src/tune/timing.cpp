@@ -1,0 +1,352 @@
+// Timing configs on the GPU: random inputs uploaded once as a small host pattern and doubled on the
+// device (a 200 MB weight fills in well under a millisecond instead of seconds of host random numbers),
+// an L2 flush before every timed run, CUDA events around the kernel alone.
+#include "tune/timing.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "jit/jit.hpp"
+#include "lutmm/error.hpp"
+#include "lutmm/pack.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/kernel_source.hpp"
+
+namespace lutmm::tuning_detail {
+
+namespace {
+
+constexpr size_t kPatternBytes = 64 * 1024;
+constexpr int64_t kMinFlushBytes = 8ll << 20;     // when the L2 size is unknown or tiny
+constexpr size_t kFreeMemoryMargin = 64ull << 20;  // left to the rest of the process
+constexpr int kFlushProbeRuns = 3;
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// kPatternBytes of dtype values with magnitude in [lo, hi), random sign when `signed_values`; never zero.
+std::vector<uint8_t> value_pattern(DType dtype, uint64_t seed, float lo, float hi, bool signed_values) {
+  std::vector<uint8_t> bytes(kPatternBytes);
+  uint64_t state = seed;
+  for (size_t i = 0; i < kPatternBytes; i += 2) {
+    const uint64_t r = splitmix64(state);
+    const float unit = static_cast<float>(r >> 40) / static_cast<float>(1 << 24);  // [0, 1)
+    float v = lo + (hi - lo) * unit;
+    if (signed_values && (r & 1) != 0) v = -v;
+    const uint16_t bits = float_to_bits(v, dtype);
+    bytes[i] = static_cast<uint8_t>(bits & 0xff);
+    bytes[i + 1] = static_cast<uint8_t>(bits >> 8);
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> bit_pattern(uint64_t seed) {
+  std::vector<uint8_t> bytes(kPatternBytes);
+  uint64_t state = seed;
+  for (size_t i = 0; i < kPatternBytes; i += 8) {
+    const uint64_t r = splitmix64(state);
+    for (int b = 0; b < 8; ++b) bytes[i + b] = static_cast<uint8_t>(r >> (8 * b));
+  }
+  return bytes;
+}
+
+std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+}  // namespace
+
+RelaxedCaptureMode::RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+RelaxedCaptureMode::~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+
+bool stream_is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(stream, &status);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+cudaStream_t private_stream(int device) {
+  static std::mutex mutex;
+  static std::map<int, cudaStream_t> streams;
+  std::lock_guard lock(mutex);
+  auto it = streams.find(device);
+  if (it != streams.end()) return it->second;
+  cudaStream_t s = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (tuning stream)");
+  streams.emplace(device, s);
+  return s;
+}
+
+WorkspaceNeed workspace_need(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  const int splits = resolve_split_k(c, p, dev);
+  if (splits <= 1) return {};
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  const size_t n_tiles = static_cast<size_t>((ps.n_padded + c.tile_n - 1) / c.tile_n);
+  const size_t m_tiles = static_cast<size_t>((p.m + c.tile_m - 1) / c.tile_m);
+  const size_t tiles = n_tiles * m_tiles;
+  return {tiles * static_cast<size_t>(splits) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), tiles};
+}
+
+TimingSession::TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream_t after) : p_(p), dev_(dev) {
+  check_problem(p);
+  stream_ = private_stream(dev.index);
+  int pools = 0;
+  async_alloc_ = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev.index) == cudaSuccess && pools;
+  cudaGetLastError();
+
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  const size_t x_bytes = static_cast<size_t>(p.m * p.k) * 2;
+  const size_t out_bytes = static_cast<size_t>(p.m * p.n) * 2;
+  const size_t packed_bytes = static_cast<size_t>(ps.words()) * 4;
+  const size_t scale_bytes = static_cast<size_t>(ps.scale_count()) * 2;
+  const size_t table_bytes = (size_t{2} << p.bits);
+  const size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * dev.l2_bytes, kMinFlushBytes));
+  const size_t total = x_bytes + out_bytes + packed_bytes + scale_bytes + table_bytes + flush_bytes;
+  size_t free_bytes = 0, total_bytes = 0;
+  check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (total + kFreeMemoryMargin > free_bytes)
+    throw_error(fmt::format("not enough free GPU memory to tune {}: the inputs and the L2 flush need {}, {} is free",
+                            p.str(), mib(total + kFreeMemoryMargin), mib(free_bytes)));
+
+  if (after != stream_) {
+    cudaEvent_t ready = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    cudaError_t e = cudaEventRecord(ready, after);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(stream_, ready, 0);
+    cudaEventDestroy(ready);
+    check_cuda(e, "ordering the tuning stream after the caller's stream");
+  }
+
+  try {
+    x_ = allocate(x_bytes);
+    out_ = allocate(out_bytes);
+    packed_ = allocate(packed_bytes);
+    scales_ = allocate(scale_bytes);
+    table_ = allocate(table_bytes);
+    flush_ = allocate(flush_bytes);
+    const uint64_t seed = 0x74756e65ull;  // "tune"
+    static std::mutex pattern_mutex;
+    static std::map<std::pair<int, int>, std::vector<uint8_t>> patterns;  // (dtype, kind) -> bytes
+    std::vector<uint8_t> values, scales, words;
+    {
+      std::lock_guard lock(pattern_mutex);
+      const int dt = static_cast<int>(p.dtype);
+      auto& v = patterns[{dt, 0}];
+      if (v.empty()) v = value_pattern(p.dtype, seed, 1.0f / 16, 1.0f, true);
+      auto& s = patterns[{dt, 1}];
+      if (s.empty()) s = value_pattern(p.dtype, seed + 1, 1.0f / 256, 1.0f / 64, false);
+      auto& w = patterns[{0, 2}];
+      if (w.empty()) w = bit_pattern(seed + 2);
+      values = v;
+      scales = s;
+      words = w;
+    }
+    fill(x_, values);
+    fill(table_, values);
+    fill(scales_, scales);
+    fill(packed_, words);
+    check_cuda(cudaMemsetAsync(out_.ptr, 0xff, out_.bytes, stream_), "cudaMemsetAsync(out)");
+
+    view_.n = p.n;
+    view_.k = p.k;
+    view_.bits = p.bits;
+    view_.group_size = p.group_size;
+    view_.dtype = p.dtype;
+    view_.packed = static_cast<const uint32_t*>(packed_.ptr);
+    view_.scales = static_cast<const uint16_t*>(scales_.ptr);
+    view_.table = static_cast<const uint16_t*>(table_.ptr);
+
+    // What one flush costs: tune() counts it against its budget.
+    events_.resize(2 * kFlushProbeRuns);
+    for (cudaEvent_t& e : events_) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    for (int r = 0; r < kFlushProbeRuns; ++r) {
+      check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
+      check_cuda(cudaMemsetAsync(flush_.ptr, static_cast<int>(++flush_value_ & 0xff), flush_.bytes, stream_),
+                 "cudaMemsetAsync(L2 flush)");
+      check_cuda(cudaEventRecord(events_[2 * r + 1], stream_), "cudaEventRecord");
+    }
+    check_cuda(cudaStreamSynchronize(stream_), "preparing the tuning inputs");
+    std::vector<double> us;
+    for (int r = 0; r < kFlushProbeRuns; ++r) {
+      float ms = 0;
+      check_cuda(cudaEventElapsedTime(&ms, events_[2 * r], events_[2 * r + 1]), "cudaEventElapsedTime");
+      us.push_back(ms * 1000.0);
+    }
+    std::sort(us.begin(), us.end());
+    flush_us_ = us[us.size() / 2];
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+TimingSession::~TimingSession() { release(); }
+
+TimingSession::Buffer TimingSession::allocate(size_t bytes) {
+  // 256 bytes extra and the pointer rounded up: gemm() wants 16-byte alignment, and 256 keeps every
+  // buffer on its own cache lines whatever the allocator's granularity.
+  Buffer raw;
+  raw.bytes = bytes + 256;
+  if (async_alloc_) {
+    check_cuda(cudaMallocAsync(&raw.ptr, raw.bytes, stream_), "cudaMallocAsync (tuning inputs)");
+  } else {
+    check_cuda(cudaMalloc(&raw.ptr, raw.bytes), "cudaMalloc (tuning inputs)");
+  }
+  buffers_.push_back(raw);
+  Buffer b;
+  b.ptr = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw.ptr) + 255) / 256 * 256);
+  b.bytes = bytes;
+  return b;
+}
+
+void TimingSession::release() {
+  // Stream-ordered frees need no device-wide synchronisation (cudaFree would wait for every stream).
+  cudaStreamSynchronize(stream_);
+  for (const Buffer& b : buffers_) {
+    if (async_alloc_) {
+      cudaFreeAsync(b.ptr, stream_);
+    } else {
+      cudaFree(b.ptr);
+    }
+  }
+  buffers_.clear();
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  events_.clear();
+  cudaStreamSynchronize(stream_);
+  cudaGetLastError();  // the destructor reports nothing; a real fault surfaced in the timed runs already
+}
+
+void TimingSession::fill(const Buffer& b, const std::vector<uint8_t>& pattern) {
+  // Upload one pattern, then double the filled prefix until the buffer is full: log2(bytes / 64 KiB) copies.
+  char* dst = static_cast<char*>(b.ptr);
+  const size_t first = std::min(b.bytes, pattern.size());
+  check_cuda(cudaMemcpyAsync(dst, pattern.data(), first, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+  for (size_t done = first; done < b.bytes;) {
+    const size_t n = std::min(done, b.bytes - done);
+    check_cuda(cudaMemcpyAsync(dst + done, dst, n, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
+    done += n;
+  }
+  // Pageable uploads return once the source is staged, so the pattern may go when this returns.
+}
+
+std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>& configs) {
+  // One kernel per (tile shape, LUT placement): split-K is a launch parameter.
+  std::map<std::string, size_t> request_of;  // the config name with split-K 1 -> index into requests
+  std::vector<size_t> kernel_of(configs.size());
+  std::vector<jit::CompileRequest> requests;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    KernelConfig shape = configs[i];
+    shape.split_k = 1;
+    const auto [it, inserted] = request_of.try_emplace(shape.name(), requests.size());
+    if (inserted) requests.push_back(gemm_kernel_request(p_, configs[i], dev_.arch()));
+    kernel_of[i] = it->second;
+  }
+  std::vector<std::string> kernel_errors(requests.size());
+  // NVRTC runs on the CPU: compile what the cache lacks on several threads.
+  std::atomic<size_t> next{0};
+  const unsigned hw = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  const size_t workers = std::min<size_t>(requests.size(), hw);
+  auto work = [&] {
+    for (size_t i = next++; i < requests.size(); i = next++) {
+      try {
+        jit::compile_cached(requests[i]);
+      } catch (const Error& e) {
+        kernel_errors[i] = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  // Loading touches the CUDA context: on this thread.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!kernel_errors[i].empty()) continue;
+    try {
+      jit::get_kernel(requests[i]);
+    } catch (const Error& e) {
+      kernel_errors[i] = e.what();
+    }
+  }
+  std::vector<std::string> errors(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) errors[i] = kernel_errors[kernel_of[i]];
+  return errors;
+}
+
+void TimingSession::grow_workspace(const std::vector<KernelConfig>& configs) {
+  const KernelConfig* most_floats = nullptr;
+  const KernelConfig* most_counters = nullptr;
+  WorkspaceNeed floats_need, counters_need;
+  for (const KernelConfig& c : configs) {
+    const WorkspaceNeed need = workspace_need(c, p_, dev_);
+    if (need.float_bytes > floats_need.float_bytes) {
+      floats_need = need;
+      most_floats = &c;
+    }
+    if (need.counters > counters_need.counters) {
+      counters_need = need;
+      most_counters = &c;
+    }
+  }
+  GemmOptions o;
+  o.stream = stream_;
+  for (const KernelConfig* c : {most_floats, most_counters}) {
+    if (c == nullptr) continue;
+    if (c == most_counters && most_floats != nullptr && floats_need.counters >= counters_need.counters) continue;
+    o.config = *c;
+    try {
+      gemm(x_.ptr, p_.m, view_, nullptr, out_.ptr, o);
+    } catch (const Error&) {
+      // That config cannot run; its own timing reports why. The others may still need the workspace.
+    }
+  }
+  check_cuda(cudaStreamSynchronize(stream_), "growing the split-K workspace for tuning");
+}
+
+std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
+  if (runs < 1) throw_argument_error("runs", ">= 1", std::to_string(runs));
+  while (events_.size() < 2 * static_cast<size_t>(runs)) {
+    cudaEvent_t e = nullptr;
+    check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    events_.push_back(e);
+  }
+  GemmOptions o;
+  o.config = c;
+  o.stream = stream_;
+  // Enqueued back to back: while the GPU flushes the L2 (tens of microseconds) the host has long queued the
+  // kernel, so the time between the events is the kernel's alone.
+  try {
+    for (int r = 0; r < runs; ++r) {
+      check_cuda(cudaMemsetAsync(flush_.ptr, static_cast<int>(++flush_value_ & 0xff), flush_.bytes, stream_),
+                 "cudaMemsetAsync(L2 flush)");
+      check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
+      gemm(x_.ptr, p_.m, view_, nullptr, out_.ptr, o);
+      check_cuda(cudaEventRecord(events_[2 * r + 1], stream_), "cudaEventRecord");
+    }
+  } catch (...) {
+    cudaStreamSynchronize(stream_);
+    throw;
+  }
+  check_cuda(cudaStreamSynchronize(stream_), ("the tuning runs of " + c.name()).c_str());
+  std::vector<double> us;
+  for (int r = 0; r < runs; ++r) {
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, events_[2 * r], events_[2 * r + 1]), "cudaEventElapsedTime");
+    us.push_back(static_cast<double>(ms) * 1000.0);
+  }
+  return us;
+}
+
+}  // namespace lutmm::tuning_detail

@@ -1,0 +1,86 @@
+#pragma once
+// The tuner's measuring machinery: random inputs on the GPU, L2 flushes, event-timed runs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "lutmm/gemm.hpp"
+
+namespace lutmm::tuning_detail {
+
+// Lets this thread make allocation and synchronisation calls while another thread captures a stream in
+// global mode (they would otherwise invalidate that capture); restores the thread's mode on exit.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode();
+  ~RelaxedCaptureMode();
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;
+};
+
+// Whether `stream` is being captured; a failing query (e.g. the legacy stream while another stream
+// captures in global mode) counts as capturing, the error cleared.
+bool stream_is_capturing(cudaStream_t stream);
+
+// lutmm's own stream on `device` (the current one), created once, never destroyed; tuning runs on it so
+// that it neither waits for nor delays the caller's stream beyond one event.
+cudaStream_t private_stream(int device);
+
+// Bytes of split-K partial sums and tile counters gemm() needs for (c, p) (mirrors its workspace rule).
+struct WorkspaceNeed {
+  size_t float_bytes = 0;
+  size_t counters = 0;
+};
+WorkspaceNeed workspace_need(const KernelConfig& c, const Problem& p, const DeviceInfo& dev);
+
+// Inputs for one problem on the current device: x, out and one packed weight, random and never zero
+// (dtype values of magnitude 1/16..1, scales 1/256..1/64, code words of random bits), plus a scratch
+// buffer of twice the L2 that is overwritten before every timed run so each run starts L2-cold. Memory
+// is stream-ordered on the private stream and released when the session ends.
+class TimingSession {
+ public:
+  // Queues behind the work already on `after`; throws Error when the GPU lacks the memory.
+  TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream_t after);
+  ~TimingSession();
+  TimingSession(const TimingSession&) = delete;
+  TimingSession& operator=(const TimingSession&) = delete;
+
+  // Compiles (in parallel, through the JIT cache) and loads the kernel of every config; returns, per
+  // config, an empty string or why it cannot run.
+  std::vector<std::string> prepare(const std::vector<KernelConfig>& configs);
+  // Grows gemm()'s split-K workspace of the private stream to what `configs` need, with untimed runs, so
+  // no timed run allocates.
+  void grow_workspace(const std::vector<KernelConfig>& configs);
+  // `runs` L2-cold runs of c (CUDA events around the kernel only), microseconds each. Throws Error when
+  // gemm() refuses c or a run fails.
+  std::vector<double> time(const KernelConfig& c, int runs);
+  double flush_us() const { return flush_us_; }
+  const Problem& problem() const { return p_; }
+
+ private:
+  struct Buffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  Buffer allocate(size_t bytes);
+  void release();
+  void fill(const Buffer& b, const std::vector<uint8_t>& pattern);
+
+  Problem p_;
+  DeviceInfo dev_;
+  cudaStream_t stream_ = nullptr;
+  bool async_alloc_ = false;
+  std::vector<Buffer> buffers_;  // the raw allocations, freed by release()
+  Buffer x_, out_, packed_, table_, scales_, flush_;
+  WeightView view_;
+  std::vector<cudaEvent_t> events_;
+  double flush_us_ = 0;
+  unsigned flush_value_ = 0;
+};
+
+}  // namespace lutmm::tuning_detail

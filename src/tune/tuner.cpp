@@ -1,0 +1,270 @@
+// The tuner: which configs to time for a key, in what order, how often, within what time.
+//
+//   1. candidates: valid_configs with split-K resolved and duplicates dropped (rank_configs), best
+//      ranking-model estimate first; the heuristic's choice is always among them.
+//   2. left out before any run: configs the model puts above kHopeless x the best estimate (for a large
+//      problem a hopeless config costs tens of milliseconds a run), split-K configs whose partial sums
+//      would need more than kMaxWorkspace, and configs whose grid has too many row tiles.
+//   3. the heuristic's choice: `repetitions` runs; its median against its estimate calibrates the model's
+//      figures into predicted run times.
+//   4. screening: one L2-cold run of every other candidate, in rank order, while the predicted run fits
+//      in kScreeningShare of the budget (measuring time only: launches, flushes and waits; compiles and
+//      loads are extra).
+//   5. refinement: the candidates within kFinalist of the best screened time get up to `repetitions`
+//      runs, budget permitting; the fastest median wins.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "lutmm/error.hpp"
+#include "lutmm/gemm.hpp"
+#include "tune/internal.hpp"
+#include "tune/timing.hpp"
+
+namespace lutmm {
+
+namespace {
+
+using namespace tuning_detail;
+
+constexpr double kHopeless = 4.0;
+constexpr double kScreeningShare = 0.7;  // of the budget; the rest is kept for the finalists' repetitions
+constexpr double kFinalist = 1.2;
+constexpr size_t kMaxFinalists = 6;
+constexpr size_t kMaxWorkspace = 128ull << 20;
+constexpr int64_t kMaxRowTiles = 65535;
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void check_options(const TuneOptions& o) {
+  if (!(o.budget_ms > 0) || !std::isfinite(o.budget_ms))
+    throw_argument_error("options.budget_ms", "a positive number of milliseconds", fmt::format("{}", o.budget_ms));
+  if (o.repetitions < 1 || o.repetitions > 100)
+    throw_argument_error("options.repetitions", "1 to 100", std::to_string(o.repetitions));
+}
+
+const DeviceInfo& tuning_device() {
+  if (device_count() == 0) throw_error("tuning needs a CUDA device, and this machine has none");
+  const DeviceInfo& dev = current_device_info();
+  if (dev.arch() < 80) throw_error(fmt::format("{} is sm_{}; lutmm needs sm_80 or newer", dev.name, dev.arch()));
+  return dev;
+}
+
+void check_not_capturing(cudaStream_t stream) {
+  if (stream_is_capturing(stream))
+    throw_argument_error("stream", "a stream that is not being captured into a CUDA graph (tuning measures)",
+                         "a capturing stream");
+}
+
+}  // namespace
+
+TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& options) {
+  check_problem(p);
+  check_options(options);
+  const DeviceInfo& dev = tuning_device();
+  std::lock_guard lock(tuning_mutex());
+  RelaxedCaptureMode relaxed;
+  check_not_capturing(stream);
+  const auto start = Clock::now();
+
+  TuneResult result;
+  result.heuristic = heuristic_config(p, dev);
+  std::vector<KernelConfig> ranked = rank_configs(p, dev);
+  if (std::find(ranked.begin(), ranked.end(), result.heuristic) == ranked.end()) ranked.push_back(result.heuristic);
+
+  std::vector<CandidateTiming>& cands = result.candidates;
+  double best_estimate = 0;
+  for (const KernelConfig& c : ranked) {
+    CandidateTiming t;
+    t.config = c;
+    t.estimate_us = estimate_config_us(c, p, dev);
+    best_estimate = cands.empty() ? t.estimate_us : std::min(best_estimate, t.estimate_us);
+    cands.push_back(t);
+  }
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](const CandidateTiming& a, const CandidateTiming& b) { return a.estimate_us < b.estimate_us; });
+
+  size_t heuristic_index = 0;
+  std::vector<size_t> runnable;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    CandidateTiming& t = cands[i];
+    const bool is_heuristic = t.config == result.heuristic;
+    if (is_heuristic) heuristic_index = i;
+    const int64_t row_tiles = (p.m + t.config.tile_m - 1) / t.config.tile_m;
+    const size_t workspace = workspace_need(t.config, p, dev).float_bytes;
+    if (row_tiles > kMaxRowTiles) {
+      t.note = fmt::format("skipped: {} row tiles, more than a grid allows ({})", row_tiles, kMaxRowTiles);
+    } else if (!is_heuristic && workspace > kMaxWorkspace) {
+      t.note = fmt::format("skipped: split-K partial sums of {:.0f} MiB (the tuner's limit is {} MiB)",
+                           static_cast<double>(workspace) / (1 << 20), kMaxWorkspace >> 20);
+    } else if (!is_heuristic && t.estimate_us > kHopeless * best_estimate) {
+      t.note = fmt::format("skipped: the ranking model puts it at {:.0f}x the best estimate", t.estimate_us / best_estimate);
+    } else {
+      runnable.push_back(i);
+    }
+  }
+
+  TimingSession session(p, dev, stream);
+  {
+    std::vector<KernelConfig> configs;
+    for (size_t i : runnable) configs.push_back(cands[i].config);
+    const std::vector<std::string> errors = session.prepare(configs);
+    std::vector<size_t> prepared;
+    std::vector<KernelConfig> prepared_configs;
+    for (size_t j = 0; j < runnable.size(); ++j) {
+      if (errors[j].empty()) {
+        prepared.push_back(runnable[j]);
+        prepared_configs.push_back(configs[j]);
+      } else {
+        cands[runnable[j]].note = "failed: " + errors[j];
+      }
+    }
+    runnable = std::move(prepared);
+    session.grow_workspace(prepared_configs);
+  }
+  result.prepare_ms = ms_since(start);
+
+  const auto measure_start = Clock::now();
+  std::vector<std::vector<double>> samples(cands.size());
+  auto run = [&](size_t i, int runs) {
+    try {
+      const std::vector<double> us = session.time(cands[i].config, runs);
+      samples[i].insert(samples[i].end(), us.begin(), us.end());
+      cands[i].runs = static_cast<int>(samples[i].size());
+      cands[i].us = median(samples[i]);
+    } catch (const Error& e) {
+      cands[i].note = std::string("failed: ") + e.what();
+    }
+  };
+  const auto runnable_has = [&](size_t i) { return std::find(runnable.begin(), runnable.end(), i) != runnable.end(); };
+
+  // 3. the heuristic's choice, in full: the reference time and the model's calibration.
+  double calibration = 1.0;
+  if (runnable_has(heuristic_index)) {
+    run(heuristic_index, options.repetitions);
+    const CandidateTiming& h = cands[heuristic_index];
+    if (h.runs > 0 && h.estimate_us > 0) calibration = h.us / h.estimate_us;
+  }
+  // 4. screening, in rank order.
+  const double flush_ms = session.flush_us() / 1000.0;
+  for (size_t i : runnable) {
+    if (i == heuristic_index) continue;
+    const double predicted_ms = cands[i].estimate_us * calibration / 1000.0 + flush_ms;
+    if (ms_since(measure_start) + predicted_ms > kScreeningShare * options.budget_ms) {
+      cands[i].note = fmt::format("skipped: the screening share of the {:.0f} ms budget was spent", options.budget_ms);
+      continue;
+    }
+    run(i, 1);
+  }
+  // 5. refinement of the finalists.
+  double best_us = 0;
+  for (const CandidateTiming& t : cands)
+    if (t.runs > 0 && (best_us == 0 || t.us < best_us)) best_us = t.us;
+  if (best_us == 0) {
+    std::string why;
+    for (const CandidateTiming& t : cands)
+      if (!t.note.empty() && why.empty()) why = t.config.name() + ": " + t.note;
+    throw_error(fmt::format("tuning {} on {}: no config could be timed ({})", p.str(), dev.name, why));
+  }
+  std::vector<size_t> finalists;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].runs > 0 && cands[i].us <= kFinalist * best_us) finalists.push_back(i);
+  std::stable_sort(finalists.begin(), finalists.end(), [&](size_t a, size_t b) { return cands[a].us < cands[b].us; });
+  if (finalists.size() > kMaxFinalists) finalists.resize(kMaxFinalists);
+  for (size_t i : finalists) {
+    int extra = options.repetitions - cands[i].runs;
+    if (extra <= 0) continue;
+    const double per_run_ms = cands[i].us / 1000.0 + flush_ms;
+    const double left_ms = options.budget_ms - ms_since(measure_start);
+    extra = std::min(extra, static_cast<int>(left_ms / per_run_ms));
+    if (extra <= 0) break;
+    run(i, extra);
+  }
+  result.measure_ms = ms_since(measure_start);
+
+  size_t best = cands.size();
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].runs > 0 && (best == cands.size() || cands[i].us < cands[best].us)) best = i;
+  result.best = cands[best].config;
+
+  TuneEntry& e = result.entry;
+  e.key = tune_key(p, dev);
+  e.m = p.m;
+  e.config = result.best.name();
+  e.us = cands[best].us;
+  e.heuristic_config = result.heuristic.name();
+  e.heuristic_us = cands[heuristic_index].runs > 0 ? cands[heuristic_index].us : 0.0;
+  e.tuned_at = iso_time_now();
+  if (options.store) {
+    try {
+      store_tuning(e);
+      result.stored = true;
+    } catch (const Error& err) {
+      result.store_error = err.what();
+    }
+  }
+  result.total_ms = ms_since(start);
+  return result;
+}
+
+std::vector<CandidateTiming> time_configs(const Problem& p, const std::vector<KernelConfig>& configs,
+                                          cudaStream_t stream, int repetitions) {
+  check_problem(p);
+  if (repetitions < 1 || repetitions > 1000)
+    throw_argument_error("repetitions", "1 to 1000", std::to_string(repetitions));
+  const DeviceInfo& dev = tuning_device();
+  std::lock_guard lock(tuning_mutex());
+  RelaxedCaptureMode relaxed;
+  check_not_capturing(stream);
+
+  std::vector<CandidateTiming> out(configs.size());
+  std::vector<size_t> valid;
+  std::vector<KernelConfig> valid_list;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    CandidateTiming& t = out[i];
+    t.config = configs[i];
+    if (const std::string why = config_invalid_reason(t.config, p, dev); !why.empty()) {
+      t.note = "failed: not valid here: " + why;
+      continue;
+    }
+    t.config.split_k = resolve_split_k(t.config, p, dev);
+    t.estimate_us = estimate_config_us(t.config, p, dev);
+    valid.push_back(i);
+    valid_list.push_back(t.config);
+  }
+  if (valid.empty()) return out;
+  TimingSession session(p, dev, stream);
+  const std::vector<std::string> errors = session.prepare(valid_list);
+  std::vector<KernelConfig> prepared;
+  for (size_t j = 0; j < valid.size(); ++j)
+    if (errors[j].empty()) prepared.push_back(valid_list[j]);
+  session.grow_workspace(prepared);
+  for (size_t j = 0; j < valid.size(); ++j) {
+    CandidateTiming& t = out[valid[j]];
+    if (!errors[j].empty()) {
+      t.note = "failed: " + errors[j];
+      continue;
+    }
+    try {
+      const std::vector<double> us = session.time(t.config, repetitions);
+      t.runs = static_cast<int>(us.size());
+      t.us = median(us);
+    } catch (const Error& e) {
+      t.note = std::string("failed: ") + e.what();
+    }
+  }
+  return out;
+}
+
+}  // namespace lutmm
