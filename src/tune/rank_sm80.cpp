@@ -3,7 +3,7 @@
 // can win. It only has to order configs roughly; the measurement decides.
 //
 //   grid      = ceil(N_pad / tile_n) x ceil(M / tile_m) x splits blocks
-//   resident  = blocks per SM, from shared memory, threads and registers (128 per thread assumed)
+//   resident  = blocks per SM (resident_blocks_per_sm: shared memory, threads, registers)
 //   per block, over its K range (K_pad / splits), three SM pipes:
 //     MMA      = flops / MMA rate
 //     decode   = tile_n x K range x warps_m / decode rate   (every warp along M decodes the W strips it
@@ -53,7 +53,6 @@ Rates rates_for(int arch) {
 }
 
 constexpr double kLaunchUs = 3.0;
-constexpr int kAssumedRegsPerThread = 128;
 
 }  // namespace
 
@@ -70,14 +69,7 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const double m_tiles = std::ceil(static_cast<double>(p.m) / c.tile_m);
   const double blocks = n_tiles * m_tiles * splits;
 
-  const int smem_bytes = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, shared_lut);
-  const int smem_per_sm = dev.smem_per_sm > 0 ? dev.smem_per_sm : dev.smem_per_block_optin;
-  const int threads_per_sm = dev.max_threads_per_sm > 0 ? dev.max_threads_per_sm : 2048;
-  const int regs_per_sm = dev.regs_per_sm > 0 ? dev.regs_per_sm : 65536;
-  int resident = std::min({smem_per_sm / std::max(1, smem_bytes + 1024),  // 1 KB per block reserved by the driver
-                           threads_per_sm / c.threads(), regs_per_sm / (c.threads() * kAssumedRegsPerThread)});
-  resident = std::max(resident, 1);
-
+  const int resident = resident_blocks_per_sm(c, p, dev);  // the same residency split-K auto plans with
   const double k_steps = std::ceil(static_cast<double>(ps.k_padded / c.tile_k) / splits);
   const double k_len = k_steps * c.tile_k;
   const double flops = 2.0 * c.tile_m * c.tile_n * k_len;

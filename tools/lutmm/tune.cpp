@@ -188,7 +188,7 @@ int run_tune(const TuneArgs& a) {
 Command add_tune(CLI::App& parent) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* app = parent.add_subcommand(
-      "tune", "Measure every kernel config for each shape on this GPU and store the fastest (docs/TUNING.md)");
+      "tune", "Time the kernel configs of each shape on this GPU and store the fastest (docs/TUNING.md)");
   app->add_option("--shapes", a->shapes, "diffusion, llm or a file of 'M N K' lines");
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
   app->add_option("--group", a->group,
