@@ -1,6 +1,8 @@
 // The GEMM entry point: argument checks, config choice, the kernel (JIT, cached), workspace, launch.
 #include "lutmm/gemm.hpp"
 
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "runtime/cuda_check.hpp"
+#include "lutmm/tune.hpp"
 #include "runtime/kernel_source.hpp"
 
 namespace lutmm {
@@ -67,6 +70,7 @@ struct Workspace {
 
 std::mutex g_workspace_mutex;
 std::map<std::pair<int, cudaStream_t>, Workspace> g_workspaces;
+std::atomic<uint64_t> g_workspace_generation{1};  // bumped whenever a workspace buffer is replaced
 
 Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, size_t counters) {
   std::lock_guard lock(g_workspace_mutex);
@@ -86,6 +90,7 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
   check_cuda(cudaMemset(w.counters.get(), 0, std::max<size_t>(cc, 1) * sizeof(uint32_t)), "cudaMemset");
   w.float_bytes = fb;
   w.counter_count = cc;
+  g_workspace_generation.fetch_add(1);
   return w;
 }
 
@@ -214,6 +219,70 @@ double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
   return k.compile_ms;
 }
 
+namespace {
+
+// Everything gemm() derives from (device, problem, config choice, stream), kept per thread so a repeated
+// call skips the config choice, the validity checks, the kernel lookup and the workspace lookup (the
+// host-overhead budget of a call is 3 us, most of which cuLaunchKernel takes). A plan is cached only when
+// its choice cannot change later: forced, from the database, tuned, or with tuning off/offline.
+struct PlanKey {
+  int device = -1;
+  int64_t m = 0, n = 0, k = 0;
+  int bits = 0, group_size = 0;
+  DType dtype = DType::bf16;
+  cudaStream_t stream = nullptr;
+  TuneMode mode = TuneMode::off;
+  bool forced = false;
+  KernelConfig forced_config;
+  bool operator==(const PlanKey&) const = default;
+};
+
+struct Plan {
+  PlanKey key;
+  ReadyKernel kernel;
+  KernelConfig config;
+  dim3 grid, block;
+  int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
+  size_t workspace_floats_bytes = 0, tiles = 0;
+  uint64_t workspace_generation = 0;
+  float* workspace = nullptr;
+  uint32_t* counters = nullptr;
+};
+
+constexpr int kPlanSlots = 8;
+thread_local std::array<Plan, kPlanSlots> t_plans;
+thread_local int t_next_plan = 0;
+
+Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, const GemmOptions& options,
+               bool& cacheable) {
+  ConfigSource source = ConfigSource::forced;
+  KernelConfig c = options.config ? *options.config : choose_config(p, dev, options.stream, &source);
+  if (const std::string why = config_invalid_reason(c, p, dev); !why.empty())
+    throw_argument_error("config", "a config valid for " + p.str(), c.name() + ": " + why);
+  cacheable = source != ConfigSource::heuristic || key.mode != TuneMode::first_use;
+
+  Plan plan;
+  plan.key = key;
+  plan.config = c;
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  plan.splits = resolve_split_k(c, p, dev);
+  plan.k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
+  plan.n_padded = static_cast<int>(ps.n_padded);
+  plan.k_padded = static_cast<int>(ps.k_padded);
+  const unsigned n_tiles = static_cast<unsigned>((ps.n_padded + c.tile_n - 1) / c.tile_n);
+  const unsigned m_tiles = static_cast<unsigned>((p.m + c.tile_m - 1) / c.tile_m);
+  if (m_tiles > 65535u)
+    throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()), std::to_string(p.m));
+  plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
+  plan.block = dim3(static_cast<unsigned>(c.threads()));
+  plan.tiles = static_cast<size_t>(n_tiles) * m_tiles;
+  plan.workspace_floats_bytes = plan.tiles * plan.splits * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float);
+  plan.kernel = ready_kernel(p, c, dev);
+  return plan;
+}
+
+}  // namespace
+
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {
   check_device_pointer(x, "x", 16);
   check_device_pointer(out, "out", 16);
@@ -224,22 +293,48 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   const Problem p = problem_of(w, m, bias != nullptr);
   check_problem(p);
 
-  const DeviceInfo& dev = current_device_info();
-  if (dev.arch() < 80)
-    throw_error(fmt::format("{} is sm_{}; lutmm needs sm_80 or newer", dev.name, dev.arch()));
-  KernelConfig c = options.config ? *options.config : choose_config(p, dev, options.stream, nullptr);
-  if (const std::string why = config_invalid_reason(c, p, dev); !why.empty())
-    throw_argument_error("config", "a config valid for " + p.str(), c.name() + ": " + why);
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  PlanKey key;
+  key.device = device;
+  key.m = p.m; key.n = p.n; key.k = p.k;
+  key.bits = p.bits; key.group_size = p.group_size; key.dtype = p.dtype;
+  key.stream = options.stream;
+  key.mode = tune_mode();
+  key.forced = options.config.has_value();
+  if (key.forced) key.forced_config = *options.config;
 
-  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
-  const int splits = resolve_split_k(c, p, dev);
-  const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
-  const unsigned n_tiles = static_cast<unsigned>((ps.n_padded + c.tile_n - 1) / c.tile_n);
-  const unsigned m_tiles = static_cast<unsigned>((p.m + c.tile_m - 1) / c.tile_m);
-  if (m_tiles > 65535u) throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()),
-                                             std::to_string(p.m));
+  Plan* plan = nullptr;
+  for (Plan& candidate : t_plans)
+    if (candidate.key == key && candidate.kernel.kernel) {
+      plan = &candidate;
+      break;
+    }
+  Plan uncached;
+  if (plan == nullptr) {
+    const DeviceInfo& dev = device_info(device);
+    if (dev.arch() < 80) throw_error(fmt::format("{} is sm_{}; lutmm needs sm_80 or newer", dev.name, dev.arch()));
+    bool cacheable = false;
+    uncached = make_plan(key, p, dev, options, cacheable);
+    if (cacheable) {
+      t_plans[t_next_plan] = uncached;
+      plan = &t_plans[t_next_plan];
+      t_next_plan = (t_next_plan + 1) % kPlanSlots;
+    } else {
+      plan = &uncached;
+    }
+  }
+  if (plan->splits > 1) {
+    const uint64_t generation = g_workspace_generation.load(std::memory_order_acquire);
+    if (plan->workspace_generation != generation) {  // first use, or some workspace was replaced since
+      Workspace& ws = workspace_for(device, options.stream, plan->workspace_floats_bytes, plan->tiles);
+      std::lock_guard lock(g_workspace_mutex);
+      plan->workspace = static_cast<float*>(ws.floats.get());
+      plan->counters = static_cast<uint32_t*>(ws.counters.get());
+      plan->workspace_generation = generation;  // a replacement after the load above forces one more refresh
+    }
+  }
 
-  const ReadyKernel rk = ready_kernel(p, c, dev);
   GemmParams params{};
   params.x = static_cast<const uint16_t*>(x);
   params.out = static_cast<uint16_t*>(out);
@@ -250,21 +345,15 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.m = static_cast<int>(p.m);
   params.n = static_cast<int>(p.n);
   params.k = static_cast<int>(p.k);
-  params.n_padded = static_cast<int>(ps.n_padded);
-  params.k_padded = static_cast<int>(ps.k_padded);
-  params.k_tiles = k_tiles;
-  params.k_tiles_per_split = (k_tiles + splits - 1) / splits;
-  params.splits = splits;
-  if (splits > 1) {
-    const size_t tiles = static_cast<size_t>(n_tiles) * m_tiles;
-    Workspace& ws = workspace_for(dev.index, options.stream,
-                                  tiles * splits * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), tiles);
-    params.workspace = static_cast<float*>(ws.floats.get());
-    params.tile_counters = static_cast<uint32_t*>(ws.counters.get());
-  }
+  params.n_padded = plan->n_padded;
+  params.k_padded = plan->k_padded;
+  params.k_tiles = plan->k_tiles;
+  params.k_tiles_per_split = (plan->k_tiles + plan->splits - 1) / plan->splits;
+  params.splits = plan->splits;
+  params.workspace = plan->workspace;
+  params.tile_counters = plan->counters;
   void* args[] = {&params};
-  rk.kernel->launch(dim3(n_tiles, m_tiles, static_cast<unsigned>(splits)), dim3(c.threads()), rk.shared_bytes,
-                    options.stream, args);
+  plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args);
 }
 
 }  // namespace lutmm

@@ -12,6 +12,8 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       // decode and conditioning batches: one or two 8-column blocks, 16-row strips per warp
       make(64, 8, 128, 4, 4, 1), make(64, 8, 256, 3, 4, 1), make(64, 16, 128, 4, 4, 1),
       make(128, 8, 128, 4, 8, 1), make(128, 16, 128, 4, 8, 1), make(256, 8, 64, 6, 8, 1),
+      // two and four strips per warp: one x fragment (ldmatrix) serves several dequantized strips
+      make(128, 8, 128, 4, 4, 1), make(128, 8, 256, 3, 4, 1), make(256, 8, 128, 4, 8, 1),
       make(64, 16, 256, 3, 4, 1), make(128, 16, 128, 4, 4, 1), make(32, 16, 256, 4, 2, 1),
       // K that 128 does not divide (K = 320, 448, ...): 64-wide k tiles, deeper pipelines
       make(64, 8, 64, 6, 4, 1), make(64, 16, 64, 6, 4, 1),

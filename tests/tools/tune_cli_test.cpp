@@ -23,10 +23,11 @@ class TuneCli : public ::testing::Test {
   TempDir dir_;
 };
 
-// A database file holding one valid H200 entry of this lutmm version.
+// A database file holding one valid entry of this lutmm version, for a GPU model no shipped database
+// covers (the shipped H200 entries would otherwise be exported too).
 std::string one_entry_database() {
   nlohmann::ordered_json e;
-  e["gpu"] = "NVIDIA H200";
+  e["gpu"] = "Test GPU X";
   e["compute_capability"] = "9.0";
   e["sm_count"] = 132;
   e["lutmm_version"] = version();
@@ -44,7 +45,7 @@ std::string one_entry_database() {
   e["tuned_at"] = "2026-11-30T00:00:00Z";
   nlohmann::ordered_json j;
   j["format_version"] = 1;
-  j["gpu"] = "NVIDIA H200";
+  j["gpu"] = "Test GPU X";
   j["note"] = "test";
   j["entries"] = nlohmann::ordered_json::array({e});
   return j.dump(2);
@@ -55,12 +56,12 @@ TEST_F(TuneCli, ImportThenExportCarriesTheEntries) {
   ToolRun r = run({"tune", "--import", path("in.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("imported 1 entry"), std::string::npos) << r.out;
-  EXPECT_TRUE(std::filesystem::exists(dir_ / "cache" / "tuning" / "nvidia_h200.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "cache" / "tuning" / "test_gpu_x.json"));
 
-  r = run({"tune", "--export", path("out.json").string(), "--gpu", "NVIDIA H200"});
+  r = run({"tune", "--export", path("out.json").string(), "--gpu", "Test GPU X"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("exported 1 entry"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("data/tuning/nvidia_h200.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("data/tuning/test_gpu_x.json"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(slurp(path("out.json")));
   EXPECT_EQ(j["format_version"], 1);
   ASSERT_EQ(j["entries"].size(), 1u);
