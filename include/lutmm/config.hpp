@@ -48,6 +48,11 @@ struct Problem {
   DType dtype = DType::bf16;
   bool has_bias = false;
   std::string str() const;  // "M=1 N=4096 K=4096 b4 g128 bf16"
+  static Problem of(int64_t m, int64_t n, int64_t k, int bits = 4, int group_size = 128, DType dtype = DType::bf16) {
+    Problem p;
+    p.m = m; p.n = n; p.k = k; p.bits = bits; p.group_size = group_size; p.dtype = dtype;
+    return p;
+  }
 };
 
 // Shape rules of the sm80 family (checked before any launch; throws Error naming the argument).

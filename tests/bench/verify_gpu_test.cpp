@@ -25,14 +25,7 @@ namespace {
   } while (0)
 
 Problem problem(int64_t m, int64_t n, int64_t k, int bits, int group, DType dtype) {
-  Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.bits = bits;
-  p.group_size = group;
-  p.dtype = dtype;
-  return p;
+  return Problem::of(m, n, k, bits, group, dtype);
 }
 
 TEST(VerifyGemmGpu, SmallProblemsPassAgainstTheCpuReference) {

@@ -19,14 +19,7 @@ namespace lutmm::bench {
 namespace {
 
 Problem problem(int64_t m, int64_t n, int64_t k, int bits, int group, DType dtype) {
-  Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.bits = bits;
-  p.group_size = group;
-  p.dtype = dtype;
-  return p;
+  return Problem::of(m, n, k, bits, group, dtype);
 }
 
 TEST(Rng, NormalHasUnitMomentsAndStreamsDiffer) {

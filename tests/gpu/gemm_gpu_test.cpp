@@ -20,9 +20,7 @@ bool have_gpu() { return device_count() > 0; }
   } while (0)
 
 Problem problem(int64_t m, int64_t n, int64_t k, int bits, int g, DType dtype) {
-  Problem p;
-  p.m = m; p.n = n; p.k = k; p.bits = bits; p.group_size = g; p.dtype = dtype;
-  return p;
+  return Problem::of(m, n, k, bits, g, dtype);
 }
 
 int group_for(int64_t k) { return k % 128 == 0 ? 128 : (k % 64 == 0 ? 64 : static_cast<int>(k)); }

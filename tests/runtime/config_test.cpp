@@ -34,11 +34,7 @@ DeviceInfo rtx() {  // sm_86: 99 KB per block
   return d;
 }
 
-Problem problem(int64_t m, int64_t n, int64_t k, int bits = 4, int g = 128) {
-  Problem p;
-  p.m = m; p.n = n; p.k = k; p.bits = bits; p.group_size = g;
-  return p;
-}
+Problem problem(int64_t m, int64_t n, int64_t k, int bits = 4, int g = 128) { return Problem::of(m, n, k, bits, g); }
 
 int group_for(int64_t k) { return k % 128 == 0 ? 128 : (k % 64 == 0 ? 64 : static_cast<int>(k)); }
 

@@ -97,14 +97,7 @@ inline DeviceInfo described_a100() {
 
 inline Problem make_problem(int64_t m, int64_t n, int64_t k, int bits = 4, int group = 128,
                             DType dtype = DType::bf16) {
-  Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.bits = bits;
-  p.group_size = group;
-  p.dtype = dtype;
-  return p;
+  return Problem::of(m, n, k, bits, group, dtype);
 }
 
 // An entry for p on dev naming `config` (which the caller picks valid or not, as the test needs).
