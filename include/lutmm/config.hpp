@@ -2,7 +2,7 @@
 // A kernel config: one small value type with a readable, stable name. It is what users force, what the
 // tuner stores and what error messages print. The packed weight layout does not depend on it.
 //
-//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem
+//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem[_wreg]
 //   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (shared) or lutreg (registers)
 //   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time)
 //   |    |   |   |    |  '----------- warps along N x warps along M
@@ -11,6 +11,7 @@
 //   |    |   '----------------------- x rows (M) per block (multiple of 8)
 //   |    '--------------------------- W rows (N) per block (multiple of 16)
 //   '-------------------------------- kernel family: sm80 = mma.sync path, runs on every sm_80+ GPU
+//   _wreg (optional): W streams global -> registers one k tile ahead instead of through shared memory
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,6 +34,7 @@ struct KernelConfig {
   int warps_m = 1;
   int split_k = 0;  // 0 = automatic
   LutPlacement lut = LutPlacement::shared;
+  bool w_in_registers = false;
 
   int threads() const { return 32 * warps_n * warps_m; }
   std::string name() const;

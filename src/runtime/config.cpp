@@ -17,9 +17,9 @@
 namespace lutmm {
 
 std::string KernelConfig::name() const {
-  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}", family, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
-                     split_k == 0 ? std::string("auto") : std::to_string(split_k),
-                     lut == LutPlacement::shared ? "smem" : "reg");
+  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
+                     warps_m, split_k == 0 ? std::string("auto") : std::to_string(split_k),
+                     lut == LutPlacement::shared ? "smem" : "reg", w_in_registers ? "_wreg" : "");
 }
 
 namespace {
@@ -60,6 +60,7 @@ KernelConfig KernelConfig::parse(std::string_view name) {
     else if (take(s, "_lutreg")) c.lut = LutPlacement::registers;
     else ok = false;
   }
+  if (ok && take(s, "_wreg")) c.w_in_registers = true;
   if (!ok || !s.empty()) throw_argument_error("config", expected, fmt::format("'{}'", name));
   if (c.family != 80) throw_argument_error("config", "kernel family sm80", fmt::format("'{}'", name));
   const bool shape_known = std::any_of(sm80_kernel_shapes().begin(), sm80_kernel_shapes().end(), [&](const auto& k) {
@@ -94,7 +95,8 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
   const int group = p.group_size >= p.k ? 0 : p.group_size;
   if (group != 0 && group > c.tile_k && group % c.tile_k != 0)
     return fmt::format("group {} straddles tile_k {}", group, c.tile_k);
-  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, c.lut == LutPlacement::shared);
+  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, c.lut == LutPlacement::shared,
+                                     c.w_in_registers);
   if (smem > dev.smem_per_block_optin)
     return fmt::format("needs {} bytes of shared memory, the GPU allows {}", smem, dev.smem_per_block_optin);
   if (c.split_k < 0) return "split_k must be >= 0";
@@ -107,7 +109,7 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
   const int group = p.group_size >= p.k ? 0 : p.group_size;
   // +1 KB: the driver reserves that much shared memory per block on sm_80+.
   const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages,
-                                     c.lut == LutPlacement::shared) + 1024;
+                                     c.lut == LutPlacement::shared, c.w_in_registers) + 1024;
   int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
   if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
   // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones.
@@ -141,12 +143,17 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
   for (const auto& shape : sm80_kernel_shapes()) {
     if (shape.tile_m > std::max<int64_t>(8, 2 * m8)) continue;  // mostly-empty tiles: never the fastest
     if (shape.tile_n > 2 * ((p.n + 15) / 16 * 16)) continue;
-    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
-      for (int split : {0, 1, 2, 4, 8}) {
-        KernelConfig c = shape;
-        c.lut = lut;
-        c.split_k = split;
-        if (config_invalid_reason(c, p, dev).empty()) out.push_back(c);
+    // W streamed into registers (`_wreg`) stays forcible but is not offered: measured slower on every
+    // decode shape on the H200 (docs/NOTES.md, v1.4), as it keeps only one k tile of W in flight per warp.
+    for (bool w_in_registers : {false}) {
+      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+        for (int split : {0, 1, 2, 4, 8}) {
+          KernelConfig c = shape;
+          c.lut = lut;
+          c.split_k = split;
+          c.w_in_registers = w_in_registers;
+          if (config_invalid_reason(c, p, dev).empty()) out.push_back(c);
+        }
       }
     }
   }

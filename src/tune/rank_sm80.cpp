@@ -77,7 +77,9 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const double mma = flops / r.mma_flops_per_us;
   const double decode = static_cast<double>(c.tile_n) * k_len * c.warps_m / decode_rate;
   // Per k16 slice every warp reads its W strips (16 x 16 codes each) and its x fragments (8 x 16 values).
-  const double warp_bytes = (c.tile_n / c.warps_n / 16) * (16.0 * 16.0 * p.bits / 8.0) + (c.tile_m / c.warps_m / 8) * 256.0;
+  // (With w_in_registers the W codes skip shared memory.)
+  const double w_strip_bytes = c.w_in_registers ? 0.0 : 16.0 * 16.0 * p.bits / 8.0;
+  const double warp_bytes = (c.tile_n / c.warps_n / 16) * w_strip_bytes + (c.tile_m / c.warps_m / 8) * 256.0;
   const double smem_reads = warp_bytes * c.warps_n * c.warps_m * (k_len / 16.0) / r.smem_bytes_per_us;
   const double widest = std::max({mma, decode, smem_reads});
   const double compute = widest + 0.25 * (mma + decode + smem_reads - widest);
@@ -92,7 +94,8 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const double partials = splits > 1 ? 2.0 * splits * m_tiles * c.tile_m * static_cast<double>(ps.n_padded) * 4.0 : 0.0;
   const double dram_time = (w_bytes + x_bytes + out_bytes + partials) / (r.dram_bytes_per_us * sms);
 
-  const double block_bytes = sm80_stage_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k) * k_steps;
+  const double block_bytes = (sm80_stage_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.w_in_registers) +
+                              (c.w_in_registers ? c.tile_n * c.tile_k * p.bits / 8.0 : 0.0)) * k_steps;
   const double l2_time = blocks * block_bytes / (r.l2_bytes_per_us * sms);
 
   const double reduce = splits > 1 ? partials / 2.0 / (r.l2_bytes_per_us * sms) : 0.0;

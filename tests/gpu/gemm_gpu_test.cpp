@@ -88,6 +88,18 @@ TEST(GemmGpu, EveryTileShapeOnLargeM) {
     }
 }
 
+// The W-in-registers path (`_wreg`, forcible, not offered by valid_configs): every bit width, split-K,
+// padding in N and K, both tables.
+TEST(GemmGpu, WeightsInRegistersPathMatchesReference) {
+  REQUIRE_GPU();
+  for (const char* name : {"sm80_n64_m8_k64_s6_w4x1_sk2_lutsmem_wreg", "sm80_n128_m16_k128_s4_w4x1_skauto_lutreg_wreg",
+                           "sm80_n256_m8_k128_s4_w8x1_sk1_lutsmem_wreg"})
+    for (int bits : {2, 3, 4})
+      for (const auto& s : std::vector<std::array<int64_t, 3>>{{1, 1152, 1152}, {5, 1000, 2048}, {16, 24, 128}})
+        expect_passes(problem(s[0], s[1], s[2], bits, 64, bits == 3 ? DType::f16 : DType::bf16),
+                      KernelConfig::parse(name), bits == 2);
+}
+
 TEST(GemmGpu, SplitKIsDeterministic) {
   REQUIRE_GPU();
   for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"}) {

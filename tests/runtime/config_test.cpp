@@ -42,20 +42,25 @@ TEST(KernelConfig, NameRoundTrips) {
   for (const auto& shape : sm80_kernel_shapes()) {
     for (int split : {0, 1, 3, 16}) {
       for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
-        KernelConfig c = shape;
-        c.split_k = split;
-        c.lut = lut;
-        EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+        for (bool wreg : {false, true}) {
+          KernelConfig c = shape;
+          c.split_k = split;
+          c.lut = lut;
+          c.w_in_registers = wreg;
+          EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+        }
       }
     }
   }
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
+  EXPECT_TRUE(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg").w_in_registers);
 }
 
 TEST(KernelConfig, BadNamesNameTheConfigArgument) {
   for (const char* bad : {"", "sm80", "sm80_n64_m16_k128_s4_w4x1_sk2", "sm80_n64_m16_k128_s4_w4x1_sk2_lutfoo",
                           "sm80_n64_m16_k128_s4_w4x1_sk0_lutsmem", "sm80_n63_m16_k128_s4_w4x1_sk2_lutsmem",
-                          "sm90_n64_m16_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_x"}) {
+                          "sm90_n64_m16_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_x",
+                          "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_wreg_wreg"}) {
     try {
       KernelConfig::parse(bad);
       ADD_FAILURE() << "accepted " << bad;

@@ -70,6 +70,37 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[fn][fm][i] = 0.f;
 
+  // W straight to registers (kWInRegisters): this lane's words of its strips, one k tile ahead.
+  constexpr int kWRegFn = K::kWInRegisters ? K::kFragsN : 1, kWRegAtoms = K::kWInRegisters ? K::kAtomsK : 1;
+  uint32_t w_cur[kWRegFn][kWRegAtoms][K::kBits], w_next[kWRegFn][kWRegAtoms][K::kBits];
+  const uint32_t* w_lane[kWRegFn];
+  bool w_ok[kWRegFn];
+  if constexpr (K::kWInRegisters) {
+    const int64_t k_atoms = p.k_padded / layout::kAtomCols;
+#pragma unroll
+    for (int fn = 0; fn < kWRegFn; ++fn) {
+      const int atom_row = work.n0 / 16 + warp_n * K::kFragsN + fn;
+      w_ok[fn] = atom_row * 16 < p.n_padded;
+      w_lane[fn] = p.packed + (static_cast<int64_t>(atom_row) * k_atoms) * layout::words_per_atom(K::kBits) + lane * K::kBits;
+    }
+  }
+  auto load_w = [&](uint32_t (&dst)[kWRegFn][kWRegAtoms][K::kBits], int kt) {
+#pragma unroll
+    for (int fn = 0; fn < kWRegFn; ++fn)
+#pragma unroll
+      for (int a = 0; a < kWRegAtoms; ++a) {
+        if (w_ok[fn]) {
+          ptx::ldg_stream(dst[fn][a], w_lane[fn] + (static_cast<int64_t>(kt) * K::kAtomsK + a) * layout::words_per_atom(K::kBits));
+        } else {
+#pragma unroll
+          for (int w = 0; w < K::kBits; ++w) dst[fn][a][w] = 0u;
+        }
+      }
+  };
+  if constexpr (K::kWInRegisters) {
+    if (num_kt > 0) load_w(w_cur, work.kt_begin);
+  }
+
   // ldmatrix row addresses: lane supplies row (lane & 7) of matrix (lane >> 3); for slice t the chunk is
   // 2t + (matrix & 1), stored at chunk (2t ^ ((matrix & 1) ^ row % 8)) since 2t is even.
   const int x_row = warp_m * K::kWarpTileM + ((lane >> 4) & 1) * 8 + (lane & 7);
@@ -84,6 +115,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     ptx::cp_async_commit();
 
     const int kt = work.kt_begin + it;
+    if constexpr (K::kWInRegisters) {
+      if (it + 1 < num_kt) load_w(w_next, kt + 1);  // in flight while this tile computes
+    }
     uint8_t* stage = stages + (it % K::kStages) * K::kStageBytes;
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(pipeline::StageLoader<K>::w_smem(stage));
     const uint8_t* xs = pipeline::StageLoader<K>::x_smem(stage);
@@ -125,7 +159,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int fn = 0; fn < K::kFragsN; ++fn) {
         const int strip = warp_n * K::kFragsN + fn;
-        if (s == 0) {  // a new atom: this lane's b words of it
+        if (K::kWInRegisters) {
+          if (s == 0) {
+#pragma unroll
+            for (int w = 0; w < K::kBits; ++w) words[fn][w] = w_cur[K::kWInRegisters ? fn : 0][K::kWInRegisters ? atom : 0][w];
+          }
+        } else if (s == 0) {  // a new atom: this lane's b words of it
           const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
           if constexpr (K::kBits == 4) {
             const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
@@ -179,6 +218,14 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
           for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(acc[fn][fm], a, b[fm]);
         }
       }
+    }
+    if constexpr (K::kWInRegisters) {
+#pragma unroll
+      for (int fn = 0; fn < kWRegFn; ++fn)
+#pragma unroll
+        for (int a = 0; a < kWRegAtoms; ++a)
+#pragma unroll
+          for (int w = 0; w < K::kBits; ++w) w_cur[fn][a][w] = w_next[fn][a][w];
     }
   }
   ptx::cp_async_wait<0>();

@@ -8,8 +8,10 @@ namespace lutmm {
 LUTMM_HOST_DEVICE constexpr int sm80_scale_rows_per_stage(int group, int tile_k) {
   return group == 0 ? 1 : (tile_k >= group ? tile_k / group : 1);
 }
-LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n, int tile_m, int tile_k) {
-  return tile_n * tile_k * bits / 8                                // packed W
+// w_in_registers: W goes global -> registers directly and takes no room in the stages.
+LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
+                                                 bool w_in_registers = false) {
+  return (w_in_registers ? 0 : tile_n * tile_k * bits / 8)         // packed W
          + tile_m * tile_k * 2                                     // x
          + sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2;  // scales
 }
@@ -19,37 +21,42 @@ LUTMM_HOST_DEVICE constexpr int sm80_lut_bytes(int bits, bool shared_lut) {
 }
 // Dynamic shared memory (the launch asks for this); the pair table is static shared memory on top of it.
 LUTMM_HOST_DEVICE constexpr int sm80_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
-                                                          int stages) {
-  const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k);
+                                                          int stages, bool w_in_registers = false) {
+  const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k, w_in_registers);
   const int epi = sm80_epilogue_bytes(tile_n, tile_m);
   return pipe > epi ? pipe : epi;
 }
 // All shared memory of a block (static + dynamic): what must fit the GPU's per-block limit.
 LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
-                                                  bool shared_lut) {
-  return sm80_lut_bytes(bits, shared_lut) + sm80_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages);
+                                                  bool shared_lut, bool w_in_registers = false) {
+  return sm80_lut_bytes(bits, shared_lut) +
+         sm80_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages, w_in_registers);
 }
 
 // kGroup = 0 means one scale per row (group_size == K).
+// kWInRegisters: each warp loads its W strips global -> registers one k tile ahead instead of through the
+// shared-memory stages (saves the shared-memory write and read of every W byte).
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kWarpsM_, bool kSharedLut_>
+          int kWarpsM_, bool kSharedLut_, bool kWInRegisters_ = false>
 struct Sm80Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_;
-  static constexpr bool kBf16 = kBf16_, kSharedLut = kSharedLut_;
+  static constexpr bool kBf16 = kBf16_, kSharedLut = kSharedLut_, kWInRegisters = kWInRegisters_;
 
   static constexpr int kThreads = 32 * kWarpsN * kWarpsM;
   static constexpr int kWarpTileN = kTileN / kWarpsN, kFragsN = kWarpTileN / 16;
   static constexpr int kWarpTileM = kTileM / kWarpsM, kFragsM = kWarpTileM / 8;
   static constexpr int kAtomsK = kTileK / 64;          // atoms per strip per stage
   static constexpr int kSlices = kTileK / 16;          // k16 steps per stage
-  static constexpr int kWBytes = kTileN * kTileK * kBits / 8;
+  static constexpr int kWBytes = kWInRegisters ? 0 : kTileN * kTileK * kBits / 8;  // W bytes in a stage
   static constexpr int kXBytes = kTileM * kTileK * 2;
   static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
-  static constexpr int kStageBytes = sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK);
+  static constexpr int kStageBytes = sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kWInRegisters);
   static constexpr int kLutBytes = sm80_lut_bytes(kBits, kSharedLut);
-  static constexpr int kSharedBytes = sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kSharedLut);
-  static constexpr int kDynamicSharedBytes = sm80_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages);
+  static constexpr int kSharedBytes =
+      sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kSharedLut, kWInRegisters);
+  static constexpr int kDynamicSharedBytes =
+      sm80_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kWInRegisters);
   static constexpr int kEpilogueLd = kTileN + 4;  // floats; +4 keeps the fragment stores conflict-free
 
   static_assert(kBits >= 2 && kBits <= 4, "2, 3 or 4-bit codes");

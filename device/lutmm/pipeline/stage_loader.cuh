@@ -89,7 +89,7 @@ struct StageLoader {
   LUTMM_DEVICE void load(uint8_t* stage, int kt) const {
     uint8_t* ws = w_smem(stage);
 #pragma unroll
-    for (int j = 0; j < kWIters; ++j) {
+    for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {
       if (kWChunks % K::kThreads == 0 || tid + j * K::kThreads < kWChunks) {
         const uint32_t* src = w_valid[j] ? w_src[j] + static_cast<int64_t>(kt) * (K::kAtomsK * kWordsPerAtom) : w_src[j];
         ptx::cp_async_16(ws + (tid + j * K::kThreads) * 16, src, w_valid[j]);

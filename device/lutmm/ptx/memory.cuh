@@ -34,6 +34,21 @@ LUTMM_DEVICE void ldmatrix_x2(uint32_t (&r)[2], const void* smem_row) {
                : "r"(smem_addr(smem_row)));
 }
 
+// Read-only global loads that skip L1 (streamed weights are read once).
+LUTMM_DEVICE void ldg_stream(uint32_t (&r)[4], const uint32_t* p) {
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "l"(p));
+}
+LUTMM_DEVICE void ldg_stream(uint32_t (&r)[2], const uint32_t* p) {
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
+}
+// 3-bit lanes own 12 bytes at a 12-byte stride: only 4-byte alignment is guaranteed, so three words.
+LUTMM_DEVICE void ldg_stream(uint32_t (&r)[3], const uint32_t* p) {
+#pragma unroll
+  for (int i = 0; i < 3; ++i) asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(r[i]) : "l"(p + i));
+}
+
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
