@@ -100,6 +100,59 @@ TEST(GemmGpu, WeightsInRegistersPathMatchesReference) {
                       KernelConfig::parse(name), bits == 2);
 }
 
+// gemm() keeps per-thread launch plans, the split-K workspace pointer included: when a larger problem on
+// the same stream replaces the workspace, a cached plan must pick up the new buffer. Alternate a small
+// and a large split-K problem (and the default and a created stream), check each against the reference.
+TEST(GemmGpu, LaunchPlansFollowWorkspaceGrowthAndStreams) {
+  REQUIRE_GPU();
+  struct Case {
+    Problem p;
+    const char* config;
+    QuantizedWeight q;
+    std::vector<uint16_t> x;
+    std::vector<double> ref;
+  };
+  std::vector<Case> cases;
+  for (auto [m, n, k, cfg] : std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>>{
+           {3, 256, 1024, "sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem"},
+           {40, 4096, 4096, "sm80_n64_m64_k64_s4_w2x2_sk8_lutreg"}}) {
+    Case c;
+    c.p = problem(m, n, k, 4, 128, DType::bf16);
+    c.config = cfg;
+    c.q = bench::random_quantized_weight(n, k, 4, 128, DType::bf16, ++g_seed);
+    c.x = bench::random_values(m * k, DType::bf16, ++g_seed);
+    c.ref.resize(static_cast<size_t>(m * n));
+    reference_gemm_f64(c.x.data(), m, c.q, nullptr, c.ref.data());
+    cases.push_back(std::move(c));
+  }
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&side), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    for (Case& c : cases) {
+      const DeviceWeight w = DeviceWeight::upload(c.q);
+      uint16_t *dx = nullptr, *dout = nullptr;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dx), c.x.size() * 2), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dout), c.ref.size() * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dx, c.x.data(), c.x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(dout, 0xff, c.ref.size() * 2), cudaSuccess);
+      GemmOptions options;
+      options.config = KernelConfig::parse(c.config);
+      options.stream = round == 1 ? side : nullptr;
+      gemm(dx, c.p.m, w.view(), nullptr, dout, options);
+      ASSERT_EQ(cudaStreamSynchronize(options.stream), cudaSuccess);
+      std::vector<uint16_t> out(c.ref.size());
+      ASSERT_EQ(cudaMemcpy(out.data(), dout, out.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      const bench::OutputComparison cmp =
+          bench::compare_output(out.data(), c.ref.data(), static_cast<int64_t>(out.size()), DType::bf16);
+      EXPECT_EQ(cmp.unwritten, 0) << c.config << " round " << round;
+      EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << c.config << " round " << round;
+      cudaFree(dx);
+      cudaFree(dout);
+    }
+  }
+  cudaStreamDestroy(side);
+}
+
 TEST(GemmGpu, SplitKIsDeterministic) {
   REQUIRE_GPU();
   for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"}) {

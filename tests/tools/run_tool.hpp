@@ -49,7 +49,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::filesystem::path lutmm_binary() { return std::filesystem::path(LUTMM_BINARY_DIR) / "lutmm"; }
+// $LUTMM_TOOL overrides the build tree's binary (binaries carried to another machine: scripts/gpu-bundle).
+inline std::filesystem::path lutmm_binary() {
+  if (const char* tool = std::getenv("LUTMM_TOOL"); tool != nullptr && *tool != '\0') return tool;
+  return std::filesystem::path(LUTMM_BINARY_DIR) / "lutmm";
+}
 
 // Single-quotes one argument for /bin/sh.
 inline std::string shell_quote(const std::string& s) {
