@@ -348,8 +348,10 @@ void print_summary(const std::vector<BenchRow>& rows, const BenchOptions& o) {
   }
   if (!sources.empty()) fmt::print("configs: {} (tuning mode {}, docs/TUNING.md)\n", sources, to_string(tune_mode()));
   if (!host.empty()) {
-    fmt::print("host overhead of one lutmm::gemm call: median {:.2f} us (min {:.2f}, max {:.2f})\n", median(host),
-               *std::min_element(host.begin(), host.end()), *std::max_element(host.begin(), host.end()));
+    fmt::print("host overhead of one lutmm::gemm call: median {:.2f} us (min {:.2f}, max {:.2f}); an empty kernel's "
+               "launch through the same path: {:.2f} us\n",
+               median(host), *std::min_element(host.begin(), host.end()), *std::max_element(host.begin(), host.end()),
+               empty_launch_host_us(nullptr));
     fmt::print("JIT: {} kernel builds compiled in {:.0f} ms, {} from the cache\n", compiled, compile_ms, cached);
   }
 }

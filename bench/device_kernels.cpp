@@ -1,7 +1,9 @@
 #include "device_kernels.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "cuda_util.hpp"
 #include "jit/jit.hpp"
@@ -82,6 +84,29 @@ unsigned grid_for(int64_t items) {
 
 KernelSource fill_kernel_source() { return {"lutmm_bench_fill16", kFillSource}; }
 KernelSource read_kernel_source() { return {"lutmm_bench_read", kReadSource}; }
+KernelSource empty_kernel_source() {
+  return {"lutmm_bench_empty", "extern \"C\" __global__ void lutmm_bench_empty(unsigned long long) {}\n"};
+}
+
+double empty_launch_host_us(cudaStream_t stream, int calls, int rounds) {
+  if (calls < 1) throw_argument_error("calls", ">= 1", std::to_string(calls));
+  if (rounds < 1) throw_argument_error("rounds", ">= 1", std::to_string(rounds));
+  const auto empty = kernel(empty_kernel_source());
+  unsigned long long arg = 0;
+  void* args[] = {&arg};
+  empty->launch(dim3(1), dim3(32), 0, stream, args);  // warm: module loaded, context bound
+  LUTMM_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> per_call;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) empty->launch(dim3(1), dim3(32), 0, stream, args);
+    const auto t1 = std::chrono::steady_clock::now();
+    LUTMM_CUDA(cudaStreamSynchronize(stream));
+    per_call.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+  }
+  std::sort(per_call.begin(), per_call.end());
+  return per_call[per_call.size() / 2];
+}
 
 void fill_random(void* data, int64_t count, DType dtype, uint64_t seed, cudaStream_t stream) {
   if (count < 0) throw_argument_error("count", "a non-negative value count", std::to_string(count));

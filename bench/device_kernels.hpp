@@ -17,6 +17,11 @@ void fill_random(void* data, int64_t count, DType dtype, uint64_t seed, cudaStre
 // xor-reduces them into *sink (one 32-bit word), so no load can be dropped. Enqueued on stream.
 void read_reduce(const void* data, int64_t bytes, uint32_t* sink, cudaStream_t stream);
 
+// Host time of one launch of an empty kernel through the same JIT launch path lutmm::gemm uses
+// (cuLaunchKernel), median of `rounds` rounds of `calls` launches, enqueue only: the driver's share of
+// lutmm::gemm's host overhead.
+double empty_launch_host_us(cudaStream_t stream, int calls = 100, int rounds = 7);
+
 // The CUDA source and entry point of each kernel (what the two functions above hand the JIT), so tests
 // can compile them with NVRTC on a machine without a GPU.
 struct KernelSource {
@@ -25,5 +30,6 @@ struct KernelSource {
 };
 KernelSource fill_kernel_source();
 KernelSource read_kernel_source();
+KernelSource empty_kernel_source();
 
 }  // namespace lutmm::bench

@@ -120,7 +120,7 @@ TEST(Progress, WritesOneLinePerStepToALog) {
 // The bench kernels must compile for every architecture lutmm targets, without spills: a spilling
 // read kernel would measure local memory, not HBM.
 TEST(BenchKernels, CompileWithNvrtcForEveryTarget) {
-  for (const KernelSource& k : {fill_kernel_source(), read_kernel_source()}) {
+  for (const KernelSource& k : {fill_kernel_source(), read_kernel_source(), empty_kernel_source()}) {
     for (int arch : {80, 86, 89, 90, 100, 120}) {
       jit::CompileRequest r;
       r.source = k.source;
