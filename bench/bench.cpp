@@ -176,14 +176,7 @@ BenchRow bench_shape(const Shape& shape, const Context& ctx) {
   row.floor_us = floor_us(static_cast<double>(row.bytes), row.flops, ctx.ceilings.read_bytes_per_s,
                           ctx.ceilings.dense_flops_per_s);
 
-  Problem p;
-  p.m = shape.m;
-  p.n = shape.n;
-  p.k = shape.k;
-  p.bits = o.bits;
-  p.group_size = row.group;
-  p.dtype = o.dtype;
-  p.has_bias = false;
+  const Problem p = Problem::of(shape.m, shape.n, shape.k, o.bits, row.group, o.dtype);
   KernelConfig cfg;
   // A shape the library cannot run (or a forced config cannot run) is reported and skipped, not fatal.
   try {

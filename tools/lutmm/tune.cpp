@@ -96,13 +96,7 @@ int tune_shapes(const TuneArgs& a, const std::vector<Shape>& shapes, DType dtype
       Row row;
       row.shape = s;
       row.group = bench::choose_group(s.k, a.group);
-      Problem p;
-      p.m = s.m;
-      p.n = s.n;
-      p.k = s.k;
-      p.bits = a.bits;
-      p.group_size = row.group;
-      p.dtype = dtype;
+      const Problem p = Problem::of(s.m, s.n, s.k, a.bits, row.group, dtype);
       try {
         check_problem(p);
         const TuneKey key = tune_key(p, dev);
