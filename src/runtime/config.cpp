@@ -13,6 +13,7 @@
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "lutmm/pack.hpp"
 #include "runtime/kernel_shapes.hpp"
+#include "runtime/kernel_source.hpp"
 
 namespace lutmm {
 
@@ -92,7 +93,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   if (ps.k_padded % c.tile_k != 0)
     return fmt::format("tile_k {} does not divide the padded K {}", c.tile_k, ps.k_padded);
-  const int group = p.group_size >= p.k ? 0 : p.group_size;
+  const int group = kernel_group(p);
   if (group != 0 && group > c.tile_k && group % c.tile_k != 0)
     return fmt::format("group {} straddles tile_k {}", group, c.tile_k);
   const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, c.lut == LutPlacement::shared,
@@ -106,7 +107,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
 }
 
 int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  const int group = p.group_size >= p.k ? 0 : p.group_size;
+  const int group = kernel_group(p);
   // +1 KB: the driver reserves that much shared memory per block on sm_80+.
   const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages,
                                      c.lut == LutPlacement::shared, c.w_in_registers) + 1024;
@@ -145,15 +146,12 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
     if (shape.tile_n > 2 * ((p.n + 15) / 16 * 16)) continue;
     // W streamed into registers (`_wreg`) stays forcible but is not offered: measured slower on every
     // decode shape on the H200 (docs/NOTES.md, v1.4), as it keeps only one k tile of W in flight per warp.
-    for (bool w_in_registers : {false}) {
-      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
-        for (int split : {0, 1, 2, 4, 8}) {
-          KernelConfig c = shape;
-          c.lut = lut;
-          c.split_k = split;
-          c.w_in_registers = w_in_registers;
-          if (config_invalid_reason(c, p, dev).empty()) out.push_back(c);
-        }
+    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+      for (int split : {0, 1, 2, 4, 8}) {
+        KernelConfig c = shape;
+        c.lut = lut;
+        c.split_k = split;
+        if (config_invalid_reason(c, p, dev).empty()) out.push_back(c);
       }
     }
   }

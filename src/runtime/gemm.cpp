@@ -3,12 +3,10 @@
 
 #include <array>
 #include <atomic>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -45,21 +43,26 @@ std::shared_ptr<void> device_alloc(size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
 }
 
+// Byte offsets of the packed codes, the table and the scales in a DeviceWeight's one allocation.
+struct WeightLayout {
+  size_t table_offset, scales_offset, total;
+};
+
+WeightLayout weight_layout(const PackedShape& s) {
+  const size_t packed = align256(static_cast<size_t>(s.words()) * 4);
+  const size_t table = align256(sizeof(uint16_t) << s.bits);
+  return {packed, packed + table, packed + table + align256(static_cast<size_t>(s.scale_count()) * 2)};
+}
+
 WeightView make_view(int64_t n, int64_t k, int bits, int group_size, DType dtype, void* base, const PackedShape& s) {
   WeightView v;
   v.n = n; v.k = k; v.bits = bits; v.group_size = group_size; v.dtype = dtype;
   auto* b = static_cast<char*>(base);
-  const size_t packed_bytes = align256(static_cast<size_t>(s.words()) * 4);
-  const size_t table_bytes = align256(sizeof(uint16_t) << bits);
+  const WeightLayout layout = weight_layout(s);
   v.packed = reinterpret_cast<const uint32_t*>(b);
-  v.table = reinterpret_cast<const uint16_t*>(b + packed_bytes);
-  v.scales = reinterpret_cast<const uint16_t*>(b + packed_bytes + table_bytes);
+  v.table = reinterpret_cast<const uint16_t*>(b + layout.table_offset);
+  v.scales = reinterpret_cast<const uint16_t*>(b + layout.scales_offset);
   return v;
-}
-
-size_t weight_bytes(const PackedShape& s) {
-  return align256(static_cast<size_t>(s.words()) * 4) + align256(sizeof(uint16_t) << s.bits) +
-         align256(static_cast<size_t>(s.scale_count()) * 2);
 }
 
 // ---- per (device, stream) split-K workspace, grown on demand, never while the stream is captured ----
@@ -130,8 +133,7 @@ ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceIn
 }
 
 Problem problem_of(const WeightView& w, int64_t m, bool has_bias) {
-  Problem p;
-  p.m = m; p.n = w.n; p.k = w.k; p.bits = w.bits; p.group_size = w.group_size; p.dtype = w.dtype;
+  Problem p = Problem::of(m, w.n, w.k, w.bits, w.group_size, w.dtype);
   p.has_bias = has_bias;
   return p;
 }
@@ -145,7 +147,7 @@ DeviceWeight DeviceWeight::upload(const QuantizedWeight& q, cudaStream_t stream)
   const std::vector<uint32_t> packed = pack_codes(q.codes.data(), q.n, q.k, q.bits);
   const std::vector<uint16_t> scales = pack_scales(q.scales.data(), q.n, q.k, q.group_size);
   DeviceWeight w;
-  w.memory_ = device_alloc(weight_bytes(s));
+  w.memory_ = device_alloc(weight_layout(s).total);
   w.view_ = make_view(q.n, q.k, q.bits, q.group_size, q.dtype, w.memory_.get(), s);
   check_cuda(cudaMemcpyAsync(const_cast<uint32_t*>(w.view_.packed), packed.data(), packed.size() * 4,
                              cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(packed)");
@@ -169,7 +171,7 @@ DeviceWeight DeviceWeight::pack_on_device(const uint8_t* device_codes, int64_t n
       throw_argument_error("host_table", "finite values", fmt::format("a non-finite value at index {}", i));
   const std::vector<uint16_t> scales = pack_scales(host_scales, n, k, group_size);
   DeviceWeight w;
-  w.memory_ = device_alloc(weight_bytes(s));
+  w.memory_ = device_alloc(weight_layout(s).total);
   w.view_ = make_view(n, k, bits, group_size, dtype, w.memory_.get(), s);
   check_cuda(cudaMemcpyAsync(const_cast<uint16_t*>(w.view_.table), host_table, sizeof(uint16_t) << bits,
                              cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(table)");

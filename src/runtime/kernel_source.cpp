@@ -1,5 +1,8 @@
 #include "runtime/kernel_source.hpp"
 
+#include <string>
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace lutmm {
@@ -10,6 +13,15 @@ namespace {
 // sm_90 and sm_100-class GPUs get their arch-specific target; the sm80 family uses no feature of it, but
 // later families do and one target per GPU keeps the cache simple.
 bool arch_specific(int arch) { return arch == 90 || arch == 100 || arch == 103; }
+
+jit::CompileRequest request(const char* kernel_name, int arch, std::string source) {
+  jit::CompileRequest r;
+  r.kernel_name = kernel_name;
+  r.arch = arch;
+  r.arch_specific = arch_specific(arch);
+  r.source = std::move(source);
+  return r;
+}
 }  // namespace
 
 jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch) {
@@ -17,11 +29,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   // tile shape is the same source, cache key and loaded module.
   KernelConfig kernel = c;
   kernel.split_k = 0;
-  jit::CompileRequest r;
-  r.kernel_name = kGemmKernelName;
-  r.arch = arch;
-  r.arch_specific = arch_specific(arch);
-  r.source = fmt::format(
+  return request(kGemmKernelName, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
       "#include \"lutmm/kernels/gemm_sm80.cuh\"\n"
       "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}, {wreg}>;\n"
@@ -30,23 +38,17 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
       fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
       fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
-      fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", c.lut == LutPlacement::shared), fmt::arg("wreg", c.w_in_registers),
-      fmt::arg("name", kGemmKernelName));
-  return r;
+      fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", c.lut == LutPlacement::shared),
+      fmt::arg("wreg", c.w_in_registers), fmt::arg("name", kGemmKernelName)));
 }
 
 jit::CompileRequest pack_kernel_request(int bits, int arch) {
-  jit::CompileRequest r;
-  r.kernel_name = kPackKernelName;
-  r.arch = arch;
-  r.arch_specific = arch_specific(arch);
-  r.source = fmt::format(
+  return request(kPackKernelName, arch, fmt::format(
       "#include \"lutmm/kernels/pack_codes.cuh\"\n"
       "extern \"C\" __global__ void {name}(const unsigned char* codes, int n, int k, int k_padded, long long atoms,\n"
       "                                   unsigned int* packed, unsigned int* bad_codes) {{\n"
       "  lutmm::pack_codes_kernel<{bits}>(codes, n, k, k_padded, atoms, packed, bad_codes);\n}}\n",
-      fmt::arg("name", kPackKernelName), fmt::arg("bits", bits));
-  return r;
+      fmt::arg("name", kPackKernelName), fmt::arg("bits", bits)));
 }
 
 }  // namespace lutmm
