@@ -26,24 +26,13 @@ LUTMM_HOST_DEVICE uint32_t slice_nibbles(const uint32_t* w, int s) {
   }
 }
 
-// Index of pair p of slice s into the pair table.
-template <int kBits>
-LUTMM_HOST_DEVICE uint32_t pair_index(const uint32_t* w, int s, int p) {
-  if constexpr (kBits == 4) {
-    return (w[s] >> (8 * p)) & 0xffu;
-  } else if constexpr (kBits == 2) {
-    return (w[s >> 1] >> (16 * (s & 1) + 4 * p)) & 0xfu;
-  } else {
-    return ((w[s >> 1] >> (16 * (s & 1) + 4 * p)) & 0xfu) | (((w[2] >> (8 * s + 2 * p)) & 3u) << 4);
-  }
-}
-
 }  // namespace lutmm::lut
 
 namespace lutmm::lut {
 
 // Byte offset of pair p of slice s in the 32-copy pair table, lane copy included: index * 128 + lane4,
-// where lane4 = lane * 4. Written as shift-and-mask of the packed word so the compiler emits one SHF and
+// where lane4 = lane * 4 and index is the pair's table index (layout/packed_layout.cuh: the byte for
+// b = 4, the nibble for b = 2, low nibble | high two bits << 4 for b = 3). Written as shift-and-mask of the packed word so the compiler emits one SHF and
 // one LOP3 per pair (two of each for 3-bit) and the load can use an immediate base address.
 template <int kBits>
 LUTMM_HOST_DEVICE uint32_t pair_offset(const uint32_t* w, int s, int p, uint32_t lane4) {
