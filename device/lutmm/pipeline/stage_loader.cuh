@@ -50,7 +50,7 @@ struct StageLoader {
     rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
     const int64_t k_atoms = p.k_padded / layout::kAtomCols;
 #pragma unroll
-    for (int j = 0; j < kWIters; ++j) {
+    for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {  // W in registers: the kernel loads it
       const int i = tid + j * K::kThreads;
       const int strip = i / kChunksPerStrip, c = i % kChunksPerStrip;
       const int atom_row = n0 / 16 + strip;
