@@ -6,7 +6,7 @@
 #include <string>
 
 #include "lutmm/error.hpp"
-#include "reference/parallel.hpp"
+#include "util/parallel.hpp"
 
 namespace lutmm::bench {
 namespace {

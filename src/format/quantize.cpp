@@ -288,7 +288,7 @@ struct Plan {
 template <int T>
 void choose_scales(const Plan& p, const Levels& L, float table_max, ScaleSearch search, float* scales) {
   std::vector<ChunkIssue> issues(static_cast<size_t>(p.chunks));
-  detail::parallel_chunks(p.chunks, p.threads, [&](int64_t chunk) {
+  detail::parallel_for(p.chunks, p.threads, [&](int, int64_t chunk) {
     const int64_t r0 = chunk * p.chunk_rows;
     const int64_t r1 = std::min(p.n, r0 + p.chunk_rows);
     for (int64_t r = r0; r < r1; ++r) {
@@ -355,7 +355,7 @@ void choose_scales(const Plan& p, const Levels& L, float table_max, ScaleSearch 
 template <int T>
 double quantize_codes(const Plan& p, const Levels& L, const float* scales, uint8_t* codes) {
   std::vector<double> err(static_cast<size_t>(p.chunks), 0.0);
-  detail::parallel_chunks(p.chunks, p.threads, [&](int64_t chunk) {
+  detail::parallel_for(p.chunks, p.threads, [&](int, int64_t chunk) {
     const int64_t r0 = chunk * p.chunk_rows;
     const int64_t r1 = std::min(p.n, r0 + p.chunk_rows);
     double e = 0.0;
@@ -387,7 +387,7 @@ std::vector<float> learn_table(const Plan& p, std::vector<float> table, int iter
   for (int it = 0; it < iterations; ++it) {
     const Levels L = make_levels(table);
     std::fill(sums.begin(), sums.end(), 0.0);
-    detail::parallel_chunks(p.chunks, p.threads, [&](int64_t chunk) {
+    detail::parallel_for(p.chunks, p.threads, [&](int, int64_t chunk) {
       double* sw = sums.data() + chunk * per_chunk;
       double* ss = sw + kMaxLevels;
       double& err = ss[kMaxLevels];
@@ -578,7 +578,7 @@ QuantizationError reconstruction_error(const float* w, const QuantizedWeight& q)
     int64_t bad = -1;
   };
   std::vector<Partial> parts(static_cast<size_t>(chunks));
-  detail::parallel_chunks(chunks, detail::resolve_threads(0), [&](int64_t chunk) {
+  detail::parallel_for(chunks, detail::resolve_threads(0), [&](int, int64_t chunk) {
     // Four interleaved partial sums per quantity break the add-latency chain; the order is fixed, so the
     // result does not depend on the thread count.
     constexpr int kLanes = 4;

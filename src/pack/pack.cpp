@@ -3,10 +3,10 @@
 #include "lutmm/pack.hpp"
 
 #include <string>
-#include <thread>
 
 #include "lutmm/error.hpp"
 #include "lutmm/layout/packed_layout.cuh"
+#include "util/parallel.hpp"
 
 namespace lutmm {
 
@@ -31,21 +31,6 @@ PackedShape packed_shape(int64_t n, int64_t k, int bits, int group_size) {
   return s;
 }
 
-namespace {
-
-template <class Fn>
-void parallel_rows(int64_t count, Fn fn) {
-  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), count / 64));
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int64_t i = t; i < count; i += threads) fn(i);
-    });
-  for (auto& th : pool) th.join();
-}
-
-}  // namespace
-
 std::vector<uint32_t> pack_codes(const uint8_t* codes, int64_t n, int64_t k, int bits) {
   if (codes == nullptr) throw_argument_error("codes", "a non-null pointer", "null");
   const PackedShape s = packed_shape(n, k, bits, static_cast<int>(k));
@@ -56,7 +41,7 @@ std::vector<uint32_t> pack_codes(const uint8_t* codes, int64_t n, int64_t k, int
                            std::to_string(codes[i]) + " at index " + std::to_string(i));
   std::vector<uint32_t> packed(static_cast<size_t>(s.words()));
   const int64_t k_atoms = s.k_padded / kAtomCols;
-  parallel_rows(s.n_padded / kAtomRows, [&](int64_t an) {
+  detail::parallel_for(s.n_padded / kAtomRows, 0, [&](int, int64_t an) {
     for (int64_t ak = 0; ak < k_atoms; ++ak) {
       uint32_t* atom = packed.data() + (an * k_atoms + ak) * layout::words_per_atom(bits);
       for (int lane = 0; lane < layout::kLanes; ++lane) {
@@ -75,7 +60,7 @@ std::vector<uint8_t> unpack_codes(const uint32_t* packed, int64_t n, int64_t k, 
   const PackedShape s = packed_shape(n, k, bits, static_cast<int>(k));
   std::vector<uint8_t> codes(static_cast<size_t>(n * k));
   const int64_t k_atoms = s.k_padded / kAtomCols;
-  parallel_rows(s.n_padded / kAtomRows, [&](int64_t an) {
+  detail::parallel_for(s.n_padded / kAtomRows, 0, [&](int, int64_t an) {
     for (int64_t ak = 0; ak < k_atoms; ++ak) {
       const uint32_t* atom = packed + (an * k_atoms + ak) * layout::words_per_atom(bits);
       for (int lane = 0; lane < layout::kLanes; ++lane)

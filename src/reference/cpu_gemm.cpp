@@ -28,7 +28,7 @@
 #include "lutmm/reference.hpp"
 #include "reference/cpu_features.hpp"
 #include "reference/gemm_args.hpp"
-#include "reference/parallel.hpp"
+#include "util/parallel.hpp"
 
 namespace lutmm {
 namespace {

@@ -1,7 +1,9 @@
 #pragma once
-// A tiny work-sharing loop for the CPU GEMMs: `threads` std::threads pull item indices from one atomic
-// counter, so uneven items (edge blocks) balance themselves. The first exception a worker throws is
-// rethrown on the calling thread after every worker has stopped.
+// The library's one work-sharing loop (quantizer, CPU GEMMs, packer, benchmark inputs): `threads`
+// std::threads pull item indices from one atomic counter, so uneven items (edge blocks) balance
+// themselves. The first exception a worker throws is rethrown on the calling thread after every worker
+// has stopped. Callers that need results independent of the thread count split the work into items that
+// depend only on the problem and reduce per-item results in item order.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
