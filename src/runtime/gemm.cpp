@@ -18,6 +18,7 @@
 #include "runtime/cuda_check.hpp"
 #include "lutmm/tune.hpp"
 #include "runtime/kernel_source.hpp"
+#include "runtime/workspace.hpp"
 
 namespace lutmm {
 
@@ -140,6 +141,15 @@ Problem problem_of(const WeightView& w, int64_t m, bool has_bias) {
 
 }  // namespace
 
+SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  const int splits = resolve_split_k(c, p, dev);
+  if (splits <= 1) return {};
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  const size_t tiles = static_cast<size_t>((ps.n_padded + c.tile_n - 1) / c.tile_n) *
+                       static_cast<size_t>((p.m + c.tile_m - 1) / c.tile_m);
+  return {tiles * static_cast<size_t>(splits) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), tiles};
+}
+
 // ---------------------------------------------------------------------------------------------------
 DeviceWeight DeviceWeight::upload(const QuantizedWeight& q, cudaStream_t stream) {
   q.validate();
@@ -247,7 +257,7 @@ struct Plan {
   KernelConfig config;
   dim3 grid, block;
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
-  size_t workspace_floats_bytes = 0, tiles = 0;
+  SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
   uint32_t* counters = nullptr;
@@ -279,8 +289,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()), std::to_string(p.m));
   plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
   plan.block = dim3(static_cast<unsigned>(c.threads()));
-  plan.tiles = static_cast<size_t>(n_tiles) * m_tiles;
-  plan.workspace_floats_bytes = plan.tiles * plan.splits * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float);
+  plan.workspace_need = split_k_workspace(c, p, dev);
   plan.kernel = ready_kernel(p, c, dev);
   return plan;
 }
@@ -331,7 +340,8 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   if (plan->splits > 1) {
     const uint64_t generation = g_workspace_generation.load(std::memory_order_acquire);
     if (plan->workspace_generation != generation) {  // first use, or some workspace was replaced since
-      Workspace& ws = workspace_for(device, options.stream, plan->workspace_floats_bytes, plan->tiles);
+      Workspace& ws = workspace_for(device, options.stream, plan->workspace_need.float_bytes,
+                                    plan->workspace_need.counters);
       std::lock_guard lock(g_workspace_mutex);
       plan->workspace = static_cast<float*>(ws.floats.get());
       plan->counters = static_cast<uint32_t*>(ws.counters.get());

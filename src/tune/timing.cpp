@@ -89,16 +89,6 @@ cudaStream_t private_stream(int device) {
   return s;
 }
 
-WorkspaceNeed workspace_need(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  const int splits = resolve_split_k(c, p, dev);
-  if (splits <= 1) return {};
-  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
-  const size_t n_tiles = static_cast<size_t>((ps.n_padded + c.tile_n - 1) / c.tile_n);
-  const size_t m_tiles = static_cast<size_t>((p.m + c.tile_m - 1) / c.tile_m);
-  const size_t tiles = n_tiles * m_tiles;
-  return {tiles * static_cast<size_t>(splits) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), tiles};
-}
-
 TimingSession::TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream_t after) : p_(p), dev_(dev) {
   check_problem(p);
   stream_ = private_stream(dev.index);
@@ -288,9 +278,9 @@ std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>&
 void TimingSession::grow_workspace(const std::vector<KernelConfig>& configs) {
   const KernelConfig* most_floats = nullptr;
   const KernelConfig* most_counters = nullptr;
-  WorkspaceNeed floats_need, counters_need;
+  SplitKWorkspace floats_need, counters_need;
   for (const KernelConfig& c : configs) {
-    const WorkspaceNeed need = workspace_need(c, p_, dev_);
+    const SplitKWorkspace need = split_k_workspace(c, p_, dev_);
     if (need.float_bytes > floats_need.float_bytes) {
       floats_need = need;
       most_floats = &c;

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "lutmm/gemm.hpp"
+#include "runtime/workspace.hpp"
 
 namespace lutmm::tuning_detail {
 
@@ -31,12 +32,6 @@ bool stream_is_capturing(cudaStream_t stream);
 // that it neither waits for nor delays the caller's stream beyond one event.
 cudaStream_t private_stream(int device);
 
-// Bytes of split-K partial sums and tile counters gemm() needs for (c, p) (mirrors its workspace rule).
-struct WorkspaceNeed {
-  size_t float_bytes = 0;
-  size_t counters = 0;
-};
-WorkspaceNeed workspace_need(const KernelConfig& c, const Problem& p, const DeviceInfo& dev);
 
 // Inputs for one problem on the current device: x, out and one packed weight, random and never zero
 // (dtype values of magnitude 1/16..1, scales 1/256..1/64, code words of random bits), plus a scratch

@@ -102,7 +102,7 @@ TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& option
     const bool is_heuristic = t.config == result.heuristic;
     if (is_heuristic) heuristic_index = i;
     const int64_t row_tiles = (p.m + t.config.tile_m - 1) / t.config.tile_m;
-    const size_t workspace = workspace_need(t.config, p, dev).float_bytes;
+    const size_t workspace = split_k_workspace(t.config, p, dev).float_bytes;
     if (row_tiles > kMaxRowTiles) {
       t.note = fmt::format("skipped: {} row tiles, more than a grid allows ({})", row_tiles, kMaxRowTiles);
     } else if (!is_heuristic && workspace > kMaxWorkspace) {
