@@ -2,7 +2,7 @@
 // A kernel config: one small value type with a readable, stable name. It is what users force, what the
 // tuner stores and what error messages print. The packed weight layout does not depend on it.
 //
-//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem[_wreg]
+//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem[_wreg][_occ3]
 //   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (shared) or lutreg (registers)
 //   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time)
 //   |    |   |   |    |  '----------- warps along N x warps along M
@@ -12,6 +12,9 @@
 //   |    '--------------------------- W rows (N) per block (multiple of 16)
 //   '-------------------------------- kernel family: sm80 = mma.sync path, runs on every sm_80+ GPU
 //   _wreg (optional): W streams global -> registers one k tile ahead instead of through shared memory
+//   _occN (optional, N >= 2): the kernel is compiled for N resident blocks per SM (__launch_bounds__ caps
+//         its registers at what N blocks leave each thread), and the config is valid only where N blocks'
+//         shared memory fits one SM
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,6 +38,7 @@ struct KernelConfig {
   int split_k = 0;  // 0 = automatic
   LutPlacement lut = LutPlacement::shared;
   bool w_in_registers = false;
+  int min_blocks = 1;  // _occN: blocks per SM the kernel is compiled to fit
 
   int threads() const { return 32 * warps_n * warps_m; }
   std::string name() const;

@@ -77,7 +77,10 @@ class LoadedKernel {
   // Sets the dynamic shared-memory limit once (cudaFuncAttributeMaxDynamicSharedMemorySize equivalent);
   // asking again for the same or fewer bytes costs nothing. Thread-safe.
   void set_max_dynamic_shared_memory(int bytes);
-  void launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args) const;
+  // overlap_previous: programmatic dependent launch (sm_90+): the kernel may begin while the stream's
+  // previous kernel drains, and must wait for it (griddepcontrol.wait) before touching memory it writes.
+  void launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
+              bool overlap_previous = false) const;
   const std::string& name() const { return name_; }
 
  private:

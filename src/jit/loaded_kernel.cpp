@@ -26,6 +26,7 @@ struct DriverApi {
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                             unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*get_error_string)(CUresult, const char**) = nullptr;
 };
 
@@ -74,6 +75,7 @@ const DriverApi& driver() {
     resolve("cuModuleUnload", a.module_unload);
     resolve("cuFuncSetAttribute", a.func_set_attribute);
     resolve("cuLaunchKernel", a.launch_kernel);
+    resolve("cuLaunchKernelEx", a.launch_kernel_ex);
     resolve("cuGetErrorString", a.get_error_string);
     api = a;
   });
@@ -151,7 +153,8 @@ void LoadedKernel::set_max_dynamic_shared_memory(int bytes) {
   max_dynamic_smem_set_.store(bytes, std::memory_order_release);
 }
 
-void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args) const {
+void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
+                          bool overlap_previous) const {
   if (function_ == nullptr) throw_error("launch of a LoadedKernel that holds no kernel");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) throw_argument_error("grid", "every dimension >= 1", describe(grid));
   if (block.x == 0 || block.y == 0 || block.z == 0)
@@ -159,11 +162,28 @@ void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t 
   if (shared_bytes < 0) throw_argument_error("shared_bytes", ">= 0", std::to_string(shared_bytes));
   // A thread that never touched the runtime has no current context; bind the primary one once.
   ensure_runtime_on_this_thread();
-  check(driver().launch_kernel(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                               static_cast<unsigned int>(shared_bytes), reinterpret_cast<CUstream>(stream), args,
-                               nullptr),
-        "launch of kernel '" + name_ + "' with grid " + describe(grid) + ", block " + describe(block) + ", " +
-            std::to_string(shared_bytes) + " bytes of dynamic shared memory failed");
+  CUresult result;
+  if (overlap_previous) {
+    // Programmatic dependent launch: the kernel may start while the stream's previous kernel finishes;
+    // it must execute griddepcontrol.wait before touching memory that kernel may write.
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x; config.gridDimY = grid.y; config.gridDimZ = grid.z;
+    config.blockDimX = block.x; config.blockDimY = block.y; config.blockDimZ = block.z;
+    config.sharedMemBytes = static_cast<unsigned int>(shared_bytes);
+    config.hStream = reinterpret_cast<CUstream>(stream);
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    result = driver().launch_kernel_ex(&config, static_cast<CUfunction>(function_), args, nullptr);
+  } else {
+    result = driver().launch_kernel(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y,
+                                    block.z, static_cast<unsigned int>(shared_bytes),
+                                    reinterpret_cast<CUstream>(stream), args, nullptr);
+  }
+  check(result, "launch of kernel '" + name_ + "' with grid " + describe(grid) + ", block " + describe(block) + ", " +
+                    std::to_string(shared_bytes) + " bytes of dynamic shared memory failed");
 }
 
 std::shared_ptr<LoadedKernel> get_kernel(const CompileRequest& r) {

@@ -18,9 +18,10 @@
 namespace lutmm {
 
 std::string KernelConfig::name() const {
-  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
+  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
                      warps_m, split_k == 0 ? std::string("auto") : std::to_string(split_k),
-                     lut == LutPlacement::shared ? "smem" : "reg", w_in_registers ? "_wreg" : "");
+                     lut == LutPlacement::shared ? "smem" : "reg", w_in_registers ? "_wreg" : "",
+                     min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string());
 }
 
 namespace {
@@ -62,6 +63,7 @@ KernelConfig KernelConfig::parse(std::string_view name) {
     else ok = false;
   }
   if (ok && take(s, "_wreg")) c.w_in_registers = true;
+  if (ok && s.substr(0, 4) == "_occ") ok = take_int(s, "_occ", c.min_blocks) && c.min_blocks >= 2;
   if (!ok || !s.empty()) throw_argument_error("config", expected, fmt::format("'{}'", name));
   if (c.family != 80) throw_argument_error("config", "kernel family sm80", fmt::format("'{}'", name));
   const bool shape_known = std::any_of(sm80_kernel_shapes().begin(), sm80_kernel_shapes().end(), [&](const auto& k) {
@@ -100,6 +102,16 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
                                      c.w_in_registers);
   if (smem > dev.smem_per_block_optin)
     return fmt::format("needs {} bytes of shared memory, the GPU allows {}", smem, dev.smem_per_block_optin);
+  if (c.min_blocks < 1) return "min_blocks must be >= 1";
+  if (c.min_blocks > 1) {
+    const int per_block = smem + 1024;  // the driver reserves 1 KB per block
+    if (dev.smem_per_sm > 0 && c.min_blocks * per_block > dev.smem_per_sm)
+      return fmt::format("_occ{} needs {} blocks of {} bytes of shared memory on one SM, which has {}", c.min_blocks,
+                         c.min_blocks, per_block, dev.smem_per_sm);
+    if (dev.max_threads_per_sm > 0 && c.min_blocks * c.threads() > dev.max_threads_per_sm)
+      return fmt::format("_occ{} needs {} threads on one SM, which runs {}", c.min_blocks, c.min_blocks * c.threads(),
+                         dev.max_threads_per_sm);
+  }
   if (c.split_k < 0) return "split_k must be >= 0";
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
   if (c.split_k > k_tiles) return fmt::format("split_k {} exceeds the {} k tiles", c.split_k, k_tiles);
@@ -113,9 +125,10 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
                                      c.lut == LutPlacement::shared, c.w_in_registers) + 1024;
   int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
   if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
-  // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones.
-  const int regs = c.tile_m >= 64 ? 192 : 128;
-  if (dev.regs_per_sm > 0) blocks = std::min(blocks, dev.regs_per_sm / (regs * c.threads()));
+  // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones;
+  // an _occN kernel is compiled to leave room for N blocks.
+  const int regs = c.min_blocks > 1 ? 0 : (c.tile_m >= 64 ? 192 : 128);
+  if (dev.regs_per_sm > 0 && regs > 0) blocks = std::min(blocks, dev.regs_per_sm / (regs * c.threads()));
   return std::max(blocks, 1);
 }
 
@@ -124,13 +137,29 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
   int splits = c.split_k;
   if (splits == 0) {
-    // Fill one wave: as many blocks as can be resident at once (a decode GEMM has few output tiles, and
-    // each block keeps only kStages - 1 k tiles in flight, so the memory system needs every block slot).
-    // More would start a second, partial wave; each split keeps at least two k tiles when there are four.
+    // Measured on the H200 (docs/NOTES.md, "The heuristic against the tuner"):
+    //  * one 8- or 16-column tile along M (decode, memory-bound): about one block per SM, two when W is
+    //    16 MB or more (filling every resident slot over-split: 1 x 4096 x 4096 ran 1.2x slower with 11
+    //    splits than with 4), each split keeping at least 256 of K (2 x 1280 x 320 ran 1.2x faster unsplit);
+    //  * otherwise fill the resident slots, each split keeping at least two k tiles (8- and 16-column tiles)
+    //    or eight (wider, compute-bound tiles: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran 1.1-1.2x faster
+    //    unsplit than split to fill the slots).
     const int64_t tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
-    const int64_t resident = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
-    const int max_splits = std::min(16, k_tiles >= 4 ? k_tiles / 2 : k_tiles);
-    splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, std::max(1, max_splits)));
+    int64_t target;
+    int max_splits;
+    const int64_t m_tiles = (p.m + c.tile_m - 1) / c.tile_m;
+    if (c.tile_m <= 16 && m_tiles == 1) {
+      const bool big_weight = ps.words() * 4 >= (16ll << 20);
+      target = static_cast<int64_t>(dev.sm_count) * (big_weight ? std::min(2, resident_blocks_per_sm(c, p, dev)) : 1);
+      max_splits = static_cast<int>(std::max<int64_t>(1, ps.k_padded / 256));
+      splits = static_cast<int>((target + tiles / 2) / tiles);  // rounded: 72 tiles on 132 SMs -> 2
+    } else {
+      target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
+      const int min_k_tiles = c.tile_m <= 16 ? 2 : 8;
+      max_splits = k_tiles >= 2 * min_k_tiles ? k_tiles / min_k_tiles : 1;
+      splits = static_cast<int>(target / tiles);
+    }
+    splits = std::clamp(splits, 1, std::clamp(max_splits, 1, 16));
   }
   splits = std::clamp(splits, 1, k_tiles);
   const int per = (k_tiles + splits - 1) / splits;

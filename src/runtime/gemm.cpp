@@ -3,9 +3,11 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -100,10 +102,11 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
-  int device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, shared_lut, w_in_registers;
+  int device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, shared_lut, w_in_registers,
+      min_blocks;
   auto tie() const {
     return std::tie(device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, shared_lut,
-                    w_in_registers);
+                    w_in_registers, min_blocks);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -118,7 +121,8 @@ std::map<KernelKey, ReadyKernel> g_kernels;
 
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
   const KernelKey key{dev.index, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
-                      c.tile_k, c.stages, c.warps_n, c.warps_m, c.lut == LutPlacement::shared, c.w_in_registers};
+                      c.tile_k, c.stages, c.warps_n, c.warps_m, c.lut == LutPlacement::shared, c.w_in_registers,
+                      c.min_blocks};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
@@ -256,12 +260,24 @@ struct Plan {
   ReadyKernel kernel;
   KernelConfig config;
   dim3 grid, block;
+  bool overlap_previous = false;  // programmatic dependent launch
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
   uint32_t* counters = nullptr;
 };
+
+// sm_90+: each GEMM is launched as a programmatic dependent of the stream's previous kernel, so its
+// launch, block setup and L2 prefetch of the first W tiles overlap that kernel's tail (the kernel waits
+// for it before reading x or anything else). LUTMM_PDL=0 turns this off (for comparisons).
+bool dependent_launch_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("LUTMM_PDL");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return enabled;
+}
 
 constexpr int kPlanSlots = 8;
 thread_local std::array<Plan, kPlanSlots> t_plans;
@@ -289,6 +305,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()), std::to_string(p.m));
   plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
   plan.block = dim3(static_cast<unsigned>(c.threads()));
+  plan.overlap_previous = dev.arch() >= 90 && dependent_launch_enabled();
   plan.workspace_need = split_k_workspace(c, p, dev);
   plan.kernel = ready_kernel(p, c, dev);
   return plan;
@@ -367,7 +384,8 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   void* args[] = {&params};
-  plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args);
+  plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args,
+                              plan->overlap_previous);
 }
 
 }  // namespace lutmm

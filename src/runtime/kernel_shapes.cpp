@@ -3,9 +3,10 @@
 namespace lutmm {
 
 const std::vector<KernelConfig>& sm80_kernel_shapes() {
-  auto make = [](int n, int m, int k, int stages, int wn, int wm) {
+  auto make = [](int n, int m, int k, int stages, int wn, int wm, int min_blocks = 1) {
     KernelConfig c;
     c.tile_n = n; c.tile_m = m; c.tile_k = k; c.stages = stages; c.warps_n = wn; c.warps_m = wm;
+    c.min_blocks = min_blocks;
     return c;
   };
   static const std::vector<KernelConfig> shapes = {
@@ -15,6 +16,9 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       // two and four strips per warp: one x fragment (ldmatrix) serves several dequantized strips
       make(128, 8, 128, 4, 4, 1), make(128, 8, 256, 3, 4, 1), make(256, 8, 128, 4, 8, 1),
       make(64, 16, 256, 3, 4, 1), make(128, 16, 128, 4, 4, 1), make(32, 16, 256, 4, 2, 1),
+      // shallower pipelines compiled for a third (fourth) resident block per SM: 24 (16) warps instead of
+      // 16 (8); on the H200 they win some decode shapes by up to 7% (docs/NOTES.md, v1.5)
+      make(256, 8, 128, 2, 8, 1, 3), make(256, 8, 64, 4, 8, 1, 3), make(128, 8, 128, 2, 4, 1, 4),
       // K that 128 does not divide (K = 320, 448, ...): 64-wide k tiles, deeper pipelines
       make(64, 8, 64, 6, 4, 1), make(64, 16, 64, 6, 4, 1),
       // medium M

@@ -1,5 +1,7 @@
 #include "runtime/kernel_source.hpp"
 
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -20,6 +22,11 @@ jit::CompileRequest request(const char* kernel_name, int arch, std::string sourc
   r.arch = arch;
   r.arch_specific = arch_specific(arch);
   r.source = std::move(source);
+  // Developer experiments: LUTMM_NVRTC_OPTIONS="-DNAME=1 ..." reaches every kernel (and its cache key).
+  if (const char* extra = std::getenv("LUTMM_NVRTC_OPTIONS")) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) r.extra_options.push_back(w);
+  }
   return r;
 }
 }  // namespace
@@ -33,13 +40,14 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
       "#include \"lutmm/kernels/gemm_sm80.cuh\"\n"
       "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}, {wreg}>;\n"
-      "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
+      "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, {min_blocks})\n"
       "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm80<Kernel>(p); }}\n",
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
       fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
       fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
       fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", c.lut == LutPlacement::shared),
-      fmt::arg("wreg", c.w_in_registers), fmt::arg("name", kGemmKernelName)));
+      fmt::arg("wreg", c.w_in_registers), fmt::arg("min_blocks", c.min_blocks),
+      fmt::arg("name", kGemmKernelName)));
 }
 
 jit::CompileRequest pack_kernel_request(int bits, int arch) {

@@ -153,6 +153,52 @@ TEST(GemmGpu, LaunchPlansFollowWorkspaceGrowthAndStreams) {
   cudaStreamDestroy(side);
 }
 
+// Layers run back to back on one stream with no synchronisation in between, each reading the output of
+// the one before. On sm_90+ every GEMM is a programmatic dependent launch (runtime/gemm.cpp), so this
+// checks that a kernel waits for its predecessor before reading x (outputs start as NaN poison: an early
+// read shows). Each layer is compared with the float64 reference of the input it read, downloaded at the
+// end; split-K configs alternate with the runtime's own choice.
+TEST(GemmGpu, ChainedLayersReadTheirPredecessorsOutput) {
+  REQUIRE_GPU();
+  constexpr int64_t m = 5;
+  constexpr int kLayers = 6;
+  const int64_t widths[kLayers + 1] = {1024, 2048, 1024, 2048, 1024, 4096, 1024};
+  std::vector<QuantizedWeight> weights;
+  std::vector<DeviceWeight> device_weights;
+  std::vector<uint16_t*> acts(kLayers + 1, nullptr);
+  for (int i = 0; i <= kLayers; ++i) {
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&acts[i]), m * widths[i] * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(acts[i], 0xff, m * widths[i] * 2), cudaSuccess);
+  }
+  const std::vector<uint16_t> x = bench::random_values(m * widths[0], DType::bf16, ++g_seed);
+  ASSERT_EQ(cudaMemcpy(acts[0], x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  for (int i = 0; i < kLayers; ++i) {
+    weights.push_back(bench::random_quantized_weight(widths[i + 1], widths[i], 4, 128, DType::bf16, ++g_seed));
+    device_weights.push_back(DeviceWeight::upload(weights.back()));
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < kLayers; ++i) {
+    GemmOptions options;
+    if (i % 2 == 1) options.config = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_sk4_lutsmem");
+    gemm(acts[i], m, device_weights[i].view(), nullptr, acts[i + 1], options);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::vector<uint16_t>> host(kLayers + 1);
+  for (int i = 0; i <= kLayers; ++i) {
+    host[i].resize(static_cast<size_t>(m * widths[i]));
+    ASSERT_EQ(cudaMemcpy(host[i].data(), acts[i], host[i].size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  for (int i = 0; i < kLayers; ++i) {
+    std::vector<double> ref(static_cast<size_t>(m * widths[i + 1]));
+    reference_gemm_f64(host[i].data(), m, weights[i], nullptr, ref.data());
+    const bench::OutputComparison cmp =
+        bench::compare_output(host[i + 1].data(), ref.data(), static_cast<int64_t>(ref.size()), DType::bf16);
+    EXPECT_EQ(cmp.unwritten, 0) << "layer " << i;
+    EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << "layer " << i;
+  }
+  for (uint16_t* a : acts) cudaFree(a);
+}
+
 TEST(GemmGpu, SplitKIsDeterministic) {
   REQUIRE_GPU();
   for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"}) {

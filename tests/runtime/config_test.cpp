@@ -43,24 +43,31 @@ TEST(KernelConfig, NameRoundTrips) {
     for (int split : {0, 1, 3, 16}) {
       for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
         for (bool wreg : {false, true}) {
-          KernelConfig c = shape;
-          c.split_k = split;
-          c.lut = lut;
-          c.w_in_registers = wreg;
-          EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+          for (int min_blocks : {1, shape.min_blocks, 4}) {
+            KernelConfig c = shape;
+            c.split_k = split;
+            c.lut = lut;
+            c.w_in_registers = wreg;
+            c.min_blocks = min_blocks;
+            EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+          }
         }
       }
     }
   }
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
   EXPECT_TRUE(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg").w_in_registers);
+  EXPECT_EQ(KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_sk8_lutsmem_occ3").min_blocks, 3);
+  EXPECT_EQ(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg_occ2").min_blocks, 2);
+  EXPECT_EQ(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem").min_blocks, 1);
 }
 
 TEST(KernelConfig, BadNamesNameTheConfigArgument) {
   for (const char* bad : {"", "sm80", "sm80_n64_m16_k128_s4_w4x1_sk2", "sm80_n64_m16_k128_s4_w4x1_sk2_lutfoo",
                           "sm80_n64_m16_k128_s4_w4x1_sk0_lutsmem", "sm80_n63_m16_k128_s4_w4x1_sk2_lutsmem",
                           "sm90_n64_m16_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_x",
-                          "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_wreg_wreg"}) {
+                          "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_wreg_wreg", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ1",
+                          "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ3_wreg"}) {
     try {
       KernelConfig::parse(bad);
       ADD_FAILURE() << "accepted " << bad;
@@ -120,6 +127,34 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), tiny).find("shared memory"), std::string::npos);
   c.split_k = 100;
   EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), dev).find("split_k"), std::string::npos);
+  // _occN is valid only where N blocks' shared memory fits one SM: three 72 KB blocks on an H200, not an A100
+  const KernelConfig occ3 = KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_skauto_lutsmem_occ3");
+  EXPECT_EQ(config_invalid_reason(occ3, problem(1, 8192, 8192), dev), "");
+  EXPECT_EQ(resident_blocks_per_sm(occ3, problem(1, 8192, 8192), dev), 3);
+  EXPECT_NE(config_invalid_reason(occ3, problem(1, 8192, 8192), a100()).find("_occ3 needs 3 blocks"), std::string::npos);
+  KernelConfig occ8 = occ3;
+  occ8.min_blocks = 8;
+  EXPECT_NE(config_invalid_reason(occ8, problem(1, 8192, 8192), dev).find("shared memory on one SM"), std::string::npos);
+}
+
+// Split-K auto: 8- and 16-column tiles aim at one block per SM (two for weights of 16 MB or more), each
+// split keeping at least 256 of K; wider tiles fill the resident slots, each split keeping eight k tiles.
+TEST(SplitK, AutoFollowsTheMeasuredRules) {
+  const DeviceInfo dev = h200();
+  const KernelConfig narrow = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem");
+  const KernelConfig decode = KernelConfig::parse("sm80_n128_m8_k128_s4_w4x1_skauto_lutsmem");
+  const KernelConfig wide = KernelConfig::parse("sm80_n128_m32_k128_s4_w4x1_skauto_lutsmem");
+  EXPECT_EQ(resolve_split_k(narrow, problem(4, 1152, 256), dev), 1);            // K = 256
+  EXPECT_EQ(resolve_split_k(narrow, problem(4, 6912, 1152), dev), 1);           // 108 tiles: ~1 per SM
+  EXPECT_EQ(resolve_split_k(narrow, problem(1, 1152, 1152), dev), 3);  // 18 tiles; K / 256 = 4: 9 k tiles in 3 x 3
+  EXPECT_EQ(resolve_split_k(decode, problem(1, 4096, 4096), dev), 4);           // 8 MB: 32 tiles x 4
+  EXPECT_EQ(resolve_split_k(decode, problem(1, 4096, 14336), dev), 8);          // 29 MB: 32 tiles x 8
+  EXPECT_EQ(resolve_split_k(decode, problem(1, 28672, 8192), dev), 1);          // 224 tiles
+  EXPECT_EQ(resolve_split_k(wide, problem(300, 1152, 1152), dev), 1);           // 9 k tiles
+  EXPECT_EQ(resolve_split_k(wide, problem(300, 1152, 1920), dev), 1);           // 15 k tiles
+  const int long_k = resolve_split_k(wide, problem(300, 1152, 4096), dev);      // 32 k tiles
+  EXPECT_GE(long_k, 2);
+  EXPECT_LE(long_k, 4);
 }
 
 TEST(SplitK, AutoFillsTheGpuAndNeverLeavesAnEmptySplit) {

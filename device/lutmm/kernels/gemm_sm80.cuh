@@ -23,6 +23,10 @@
 #include "lutmm/pipeline/stage_loader.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 
+#ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
+#define LUTMM_L2_AHEAD (-1)
+#endif
+
 namespace lutmm {
 
 template <class K>
@@ -34,6 +38,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // LDS with an immediate base (see lut/code_index.cuh: pair_offset).
   __shared__ __align__(16) uint32_t pair_table[K::kSharedLut ? SharedLut::kWords : 1];
   constexpr bool kScaleInAcc = K::kFragsM <= 2;
+  // k tiles of W prefetched into L2 beyond the stages. The register path (kWInRegisters) keeps only one k
+  // tile in flight per warp and needs it (1x8192x28672: 52 -> 41 us with 4); the cp.async stages keep
+  // enough in flight themselves (2 or 6 tiles ahead: no gain or slower; docs/NOTES.md, v1.5).
+  constexpr int kL2Ahead = LUTMM_L2_AHEAD >= 0 ? LUTMM_L2_AHEAD : (K::kWInRegisters ? 4 : 0);
   constexpr int kGroup = K::kGroup;  // 0: one scale per row
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -42,9 +50,14 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
   const int num_kt = work.kt_end - work.kt_begin;
 
+  // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
+  // previous kernel drains. Until grid_dependency_wait it only computes addresses, starts L2 prefetches of
+  // its first W tiles (a prefetch reads nothing into the program) and clears shared memory.
   uint8_t* stages = smem;
   const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+  for (int d = 0; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(stages);
+  ptx::grid_dependency_wait();
   // Prologue: fill kStages - 1 stages. One commit per stage, even when empty, keeps the wait count exact.
 #pragma unroll
   for (int s = 0; s < K::kStages - 1; ++s) {
@@ -58,7 +71,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if constexpr (K::kSharedLut) {
     SharedLut::build(pair_table, p.table, tid, K::kThreads);
   } else {
-    reg_lut.load(p.table);
+    reg_lut.load(p.table, lane);
   }
 
   float acc[K::kFragsN][K::kFragsM][4];
@@ -113,6 +126,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     const int next = it + K::kStages - 1;
     if (next < num_kt) loader.load(stages + (next % K::kStages) * K::kStageBytes, work.kt_begin + next);
     ptx::cp_async_commit();
+    if (kL2Ahead > 0 && next + kL2Ahead < num_kt) loader.prefetch_w(work.kt_begin + next + kL2Ahead);
 
     const int kt = work.kt_begin + it;
     if constexpr (K::kWInRegisters) {
@@ -228,6 +242,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
           for (int w = 0; w < K::kBits; ++w) w_cur[fn][a][w] = w_next[fn][a][w];
     }
   }
+  // The next kernel of the stream may start launching now, into the SMs this grid's blocks leave. (Letting
+  // it launch at the start instead packed its waiting blocks onto whichever SMs had room and made small
+  // GEMMs up to 2x slower: docs/NOTES.md, v1.5.)
+  ptx::allow_dependent_launch();
   ptx::cp_async_wait<0>();
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
 

@@ -20,6 +20,14 @@
 
 namespace lutmm::lut {
 
+// Lane e < 2^b of a warp loads table entry e; the other lanes get 0. Both dequantizers then spread the
+// table with shuffles. (Every thread of every block loading every entry itself sent all of a decode
+// kernel's ~2000 warps to one L2 line at once: 7% of its stall samples, docs/NOTES.md v1.5.)
+template <int kBits>
+LUTMM_DEVICE uint32_t table_entry_of_lane(const uint16_t* table, int lane) {
+  return lane < (1 << kBits) ? static_cast<uint32_t>(__ldg(table + lane)) : 0u;
+}
+
 template <int kBits>
 struct SharedPairLut {
   static constexpr int kEntries = 1 << (2 * kBits);
@@ -30,12 +38,14 @@ struct SharedPairLut {
   const uint8_t* table_bytes;  // a static __shared__ array of kWords words, so loads take an immediate base
   uint32_t lane4;              // lane * 4: this lane's copy
 
-  // Every thread of the block takes part; the caller synchronises afterwards.
+  // Every thread of the block takes part (the thread count is a multiple of 32, so each warp's entry
+  // index i / 32 is uniform and the shuffles below are broadcasts); the caller synchronises afterwards.
   LUTMM_DEVICE static void build(uint32_t* smem, const uint16_t* table, int tid, int threads) {
+    const uint32_t entry = table_entry_of_lane<kBits>(table, tid & 31);
     for (int i = tid; i < kWords; i += threads) {
       uint32_t c0, c1;
       layout::pair_codes(kBits, static_cast<uint32_t>(i / kCopies), c0, c1);
-      smem[i] = static_cast<uint32_t>(__ldg(table + c0)) | (static_cast<uint32_t>(__ldg(table + c1)) << 16);
+      smem[i] = __shfl_sync(0xffffffffu, entry, c0) | (__shfl_sync(0xffffffffu, entry, c1) << 16);
     }
   }
 
@@ -53,7 +63,9 @@ struct RegisterLut {
   static constexpr int kPlanes = kEntries > 4 ? kEntries / 4 : 1;
   uint32_t lo[4], hi[4];
 
-  LUTMM_DEVICE void load(const uint16_t* table) {
+  // Called by all 32 lanes of a warp together.
+  LUTMM_DEVICE void load(const uint16_t* table, int lane) {
+    const uint32_t entry = table_entry_of_lane<kBits>(table, lane);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       lo[j] = 0;
@@ -61,9 +73,11 @@ struct RegisterLut {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int e = 4 * j + i;
-        const uint32_t v = e < kEntries ? table[e] : 0u;
-        lo[j] |= (v & 0xffu) << (8 * i);
-        hi[j] |= (v >> 8) << (8 * i);
+        const uint32_t v = __shfl_sync(0xffffffffu, entry, e < kEntries ? e : 0);
+        if (e < kEntries) {
+          lo[j] |= (v & 0xffu) << (8 * i);
+          hi[j] |= (v >> 8) << (8 * i);
+        }
       }
     }
   }

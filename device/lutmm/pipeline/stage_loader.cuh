@@ -25,6 +25,12 @@ struct StageLoader {
   static constexpr int kXIters = dev::ceil_div(K::kTileM * kXChunksPerRow, K::kThreads);
   static constexpr int kScaleChunksPerRow = K::kTileN / 8;
   static constexpr int kSIters = dev::ceil_div(K::kScaleRows * kScaleChunksPerRow, K::kThreads);
+  // L2 prefetch of W: the 128-byte lines of the block's strips for one k tile (atoms are 256, 384 or 512
+  // bytes, whole lines).
+  static constexpr int kStripTileBytes = K::kAtomsK * kWordsPerAtom * 4;
+  static constexpr int kLinesPerStrip = kStripTileBytes / 128;
+  static constexpr int kLines = (K::kTileN / 16) * kLinesPerStrip;
+  static constexpr int kPrefetchIters = dev::ceil_div(kLines, K::kThreads);
 
   LUTMM_DEVICE static uint8_t* w_smem(uint8_t* stage) { return stage; }
   LUTMM_DEVICE static uint8_t* x_smem(uint8_t* stage) { return stage + K::kWBytes; }
@@ -45,6 +51,8 @@ struct StageLoader {
   // scales: source for group row 0
   const uint16_t* s_src[kSIters];
   bool s_valid[kSIters];
+  // W prefetch: this thread's line at k tile 0 (null when it has none)
+  const uint8_t* prefetch_src[kPrefetchIters];
 
   LUTMM_DEVICE StageLoader(const GemmParams& params, int n0, int m0, int thread) : p(params), tid(thread) {
     rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
@@ -56,6 +64,15 @@ struct StageLoader {
       const int atom_row = n0 / 16 + strip;
       w_valid[j] = i < kWChunks && atom_row * 16 < p.n_padded;
       w_src[j] = w_valid[j] ? p.packed + static_cast<int64_t>(atom_row) * k_atoms * kWordsPerAtom + c * 4 : p.packed;
+    }
+#pragma unroll
+    for (int j = 0; j < kPrefetchIters; ++j) {
+      const int i = tid + j * K::kThreads;
+      const int atom_row = n0 / 16 + i / kLinesPerStrip;
+      prefetch_src[j] = i < kLines && atom_row * 16 < p.n_padded
+                            ? reinterpret_cast<const uint8_t*>(p.packed + static_cast<int64_t>(atom_row) * k_atoms * kWordsPerAtom) +
+                                  (i % kLinesPerStrip) * 128
+                            : nullptr;
     }
 #pragma unroll
     for (int j = 0; j < kXIters; ++j) {
@@ -84,6 +101,13 @@ struct StageLoader {
       for (int i = rows * kRowBytes / 16 + tid; i < K::kTileM * kRowBytes / 16; i += K::kThreads)
         *reinterpret_cast<dev::uint4_t*>(xs + i * 16) = dev::uint4_t{0u, 0u, 0u, 0u};
     }
+  }
+
+  // Starts moving k tile kt of the block's W from DRAM into L2, ahead of its cp.async (see gemm_sm80.cuh).
+  LUTMM_DEVICE void prefetch_w(int kt) const {
+#pragma unroll
+    for (int j = 0; j < kPrefetchIters; ++j)
+      if (prefetch_src[j] != nullptr) ptx::prefetch_l2_line(prefetch_src[j] + static_cast<int64_t>(kt) * kStripTileBytes);
   }
 
   LUTMM_DEVICE void load(uint8_t* stage, int kt) const {

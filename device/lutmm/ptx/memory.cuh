@@ -49,6 +49,24 @@ LUTMM_DEVICE void ldg_stream(uint32_t (&r)[3], const uint32_t* p) {
   for (int i = 0; i < 3; ++i) asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(r[i]) : "l"(p + i));
 }
 
+// Brings [p, p + bytes) into L2 without returning data (no register, no shared memory). Safe before
+// grid_dependency_wait: a prefetch reads nothing into the program, and L2 stays coherent with later writes.
+LUTMM_DEVICE void prefetch_l2_line(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
+// Programmatic dependent launch (sm_90+; nothing on older GPUs, where kernels never overlap):
+// wait until the stream's previous kernel has finished and its writes are visible ...
+LUTMM_DEVICE void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// ... and let the stream's next kernel start launching its blocks (they wait in grid_dependency_wait).
+LUTMM_DEVICE void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
