@@ -63,6 +63,15 @@ CompiledKernel compile_cached(const CompileRequest& r);
 // Forgets the in-memory cubins (not the disk cache, not loaded kernels): for tests of the disk path.
 void clear_memory_cache();
 
+// Launch attributes beyond grid, block and shared memory (cuLaunchKernelEx), sm_90+ features both:
+struct LaunchAttributes {
+  // programmatic dependent launch: the kernel may begin while the stream's previous kernel drains, and
+  // must wait for it (griddepcontrol.wait) before touching memory that kernel may write
+  bool overlap_previous = false;
+  // thread-block clusters of 1 x 1 x cluster_z blocks (1: no clusters); gridDim.z must be a multiple
+  unsigned int cluster_z = 1;
+};
+
 // A kernel loaded into the current CUDA context through the driver API (entry points resolved at run
 // time through cudart, so the library loads and its CPU parts work on machines without a driver).
 class LoadedKernel {
@@ -77,10 +86,8 @@ class LoadedKernel {
   // Sets the dynamic shared-memory limit once (cudaFuncAttributeMaxDynamicSharedMemorySize equivalent);
   // asking again for the same or fewer bytes costs nothing. Thread-safe.
   void set_max_dynamic_shared_memory(int bytes);
-  // overlap_previous: programmatic dependent launch (sm_90+): the kernel may begin while the stream's
-  // previous kernel drains, and must wait for it (griddepcontrol.wait) before touching memory it writes.
   void launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
-              bool overlap_previous = false) const;
+              const LaunchAttributes& attributes = {}) const;
   const std::string& name() const { return name_; }
 
  private:

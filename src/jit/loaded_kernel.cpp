@@ -154,28 +154,38 @@ void LoadedKernel::set_max_dynamic_shared_memory(int bytes) {
 }
 
 void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
-                          bool overlap_previous) const {
+                          const LaunchAttributes& attributes) const {
   if (function_ == nullptr) throw_error("launch of a LoadedKernel that holds no kernel");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) throw_argument_error("grid", "every dimension >= 1", describe(grid));
   if (block.x == 0 || block.y == 0 || block.z == 0)
     throw_argument_error("block", "every dimension >= 1", describe(block));
   if (shared_bytes < 0) throw_argument_error("shared_bytes", ">= 0", std::to_string(shared_bytes));
+  if (attributes.cluster_z == 0 || grid.z % attributes.cluster_z != 0)
+    throw_argument_error("cluster_z", "a cluster depth >= 1 that divides grid.z = " + std::to_string(grid.z),
+                         std::to_string(attributes.cluster_z));
   // A thread that never touched the runtime has no current context; bind the primary one once.
   ensure_runtime_on_this_thread();
   CUresult result;
-  if (overlap_previous) {
-    // Programmatic dependent launch: the kernel may start while the stream's previous kernel finishes;
-    // it must execute griddepcontrol.wait before touching memory that kernel may write.
-    CUlaunchAttribute attribute{};
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
+  if (attributes.overlap_previous || attributes.cluster_z > 1) {
+    CUlaunchAttribute list[2] = {};
+    unsigned int count = 0;
+    if (attributes.overlap_previous) {
+      list[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      list[count++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (attributes.cluster_z > 1) {
+      list[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      list[count].value.clusterDim.x = 1;
+      list[count].value.clusterDim.y = 1;
+      list[count++].value.clusterDim.z = attributes.cluster_z;
+    }
     CUlaunchConfig config{};
     config.gridDimX = grid.x; config.gridDimY = grid.y; config.gridDimZ = grid.z;
     config.blockDimX = block.x; config.blockDimY = block.y; config.blockDimZ = block.z;
     config.sharedMemBytes = static_cast<unsigned int>(shared_bytes);
     config.hStream = reinterpret_cast<CUstream>(stream);
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    config.attrs = list;
+    config.numAttrs = count;
     result = driver().launch_kernel_ex(&config, static_cast<CUfunction>(function_), args, nullptr);
   } else {
     result = driver().launch_kernel(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y,
@@ -183,7 +193,9 @@ void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t 
                                     reinterpret_cast<CUstream>(stream), args, nullptr);
   }
   check(result, "launch of kernel '" + name_ + "' with grid " + describe(grid) + ", block " + describe(block) + ", " +
-                    std::to_string(shared_bytes) + " bytes of dynamic shared memory failed");
+                    std::to_string(shared_bytes) + " bytes of dynamic shared memory" +
+                    (attributes.cluster_z > 1 ? ", clusters of " + std::to_string(attributes.cluster_z) : "") +
+                    " failed");
 }
 
 std::shared_ptr<LoadedKernel> get_kernel(const CompileRequest& r) {

@@ -260,7 +260,7 @@ struct Plan {
   ReadyKernel kernel;
   KernelConfig config;
   dim3 grid, block;
-  bool overlap_previous = false;  // programmatic dependent launch
+  jit::LaunchAttributes launch;  // programmatic dependent launch, split-K clusters
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
@@ -277,6 +277,22 @@ bool dependent_launch_enabled() {
     return v == nullptr || std::string_view(v) != "0";
   }();
   return enabled;
+}
+
+// sm_90+: the splits of an output tile run as one thread-block cluster and add up their partial tiles
+// through distributed shared memory (epilogue::finish_in_cluster) instead of a workspace in global memory.
+// Only for small GEMMs: a cluster's blocks are placed together, which on the H200 packed larger grids onto
+// fewer SMs (1x8192x28672: 39.4 -> 60.7 us, 1x4096x4096: 8.6 -> 9.5), while small ones gained 0.5-0.9 us
+// (8x1152x1152: 4.17 -> 3.64, 2x3072x1536: 5.51 -> 4.62; docs/NOTES.md, v1.6). So: at most 8 splits
+// (the portable cluster size), W of at most 2.5 MB and at most two blocks per SM.
+// LUTMM_CLUSTER_SPLITK=0 turns it off (for comparisons).
+bool cluster_split_k(const DeviceInfo& dev, const PackedShape& ps, int64_t blocks, int splits) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("LUTMM_CLUSTER_SPLITK");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return enabled && dev.arch() >= 90 && splits >= 2 && splits <= 8 && ps.words() * 4 <= (5ll << 19) &&
+         blocks <= 2ll * dev.sm_count;
 }
 
 constexpr int kPlanSlots = 8;
@@ -305,7 +321,9 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()), std::to_string(p.m));
   plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
   plan.block = dim3(static_cast<unsigned>(c.threads()));
-  plan.overlap_previous = dev.arch() >= 90 && dependent_launch_enabled();
+  plan.launch.overlap_previous = dev.arch() >= 90 && dependent_launch_enabled();
+  if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
+    plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
   plan.workspace_need = split_k_workspace(c, p, dev);
   plan.kernel = ready_kernel(p, c, dev);
   return plan;
@@ -354,7 +372,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
       plan = &uncached;
     }
   }
-  if (plan->splits > 1) {
+  if (plan->splits > 1 && plan->launch.cluster_z == 1) {
     const uint64_t generation = g_workspace_generation.load(std::memory_order_acquire);
     if (plan->workspace_generation != generation) {  // first use, or some workspace was replaced since
       Workspace& ws = workspace_for(device, options.stream, plan->workspace_need.float_bytes,
@@ -381,11 +399,12 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.k_tiles = plan->k_tiles;
   params.k_tiles_per_split = (plan->k_tiles + plan->splits - 1) / plan->splits;
   params.splits = plan->splits;
+  params.cluster_splits = plan->launch.cluster_z > 1 ? 1 : 0;
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   void* args[] = {&params};
   plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args,
-                              plan->overlap_previous);
+                              plan->launch);
 }
 
 }  // namespace lutmm

@@ -212,6 +212,27 @@ TEST(GemmGpu, SplitKIsDeterministic) {
   }
 }
 
+// Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);
+// elsewhere, and for larger ones, through the global workspace. Both must match the reference and be
+// bitwise deterministic; these shapes take the cluster path on an H200 (W <= 2.5 MB, <= 2 blocks per SM).
+TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
+  REQUIRE_GPU();
+  for (auto [m, n, k, name] : std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>>{
+           {3, 1152, 1152, "sm80_n64_m8_k128_s4_w4x1_sk4_lutsmem"},
+           {8, 1536, 2048, "sm80_n64_m8_k128_s4_w4x1_sk8_lutreg"},
+           {77, 640, 2048, "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg"}}) {
+    const Problem p = problem(m, n, k, 4, 128, DType::bf16);
+    expect_passes(p, KernelConfig::parse(name), /*bias=*/m == 8);
+    bench::VerifyCase c;
+    c.problem = p;
+    c.config = KernelConfig::parse(name);
+    c.seed = ++g_seed;
+    const bench::DeterminismResult r = bench::check_determinism(c, 3);
+    EXPECT_TRUE(r.identical) << name << ": " << r.differing << " outputs differ";
+    EXPECT_EQ(r.unwritten, 0);
+  }
+}
+
 TEST(GemmGpu, GpuPackerMatchesCpuPacker) {
   REQUIRE_GPU();
   for (int bits : {2, 3, 4}) {

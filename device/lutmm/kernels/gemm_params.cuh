@@ -18,6 +18,8 @@ struct GemmParams {
   int k_tiles;              // k_padded / tile_k
   int k_tiles_per_split;
   int splits;               // gridDim.z
+  int cluster_splits;       // 1: the splits of a tile form one thread-block cluster (sm_90+) and reduce
+                            // through distributed shared memory; workspace and counters are then unused
 };
 
 }  // namespace lutmm

@@ -252,7 +252,11 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   float* tile = reinterpret_cast<float*>(stages);
   epilogue::stage_accumulators<K>(tile, acc, warp_n, warp_m, lane);
   __syncthreads();
-  epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid);
+  if (p.cluster_splits) {
+    epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
+  } else {
+    epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid);
+  }
 }
 
 }  // namespace lutmm
