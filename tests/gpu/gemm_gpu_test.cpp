@@ -199,17 +199,21 @@ TEST(GemmGpu, ChainedLayersReadTheirPredecessorsOutput) {
   for (uint16_t* a : acts) cudaFree(a);
 }
 
+// Runs p with the config `name` `runs` times on fresh poisoned outputs and expects bitwise-equal results.
+void expect_deterministic(const Problem& p, const char* name, int runs) {
+  bench::VerifyCase c;
+  c.problem = p;
+  c.config = KernelConfig::parse(name);
+  c.seed = ++g_seed;
+  const bench::DeterminismResult r = bench::check_determinism(c, runs);
+  EXPECT_TRUE(r.identical) << name << ": " << r.differing << " outputs differ";
+  EXPECT_EQ(r.unwritten, 0);
+}
+
 TEST(GemmGpu, SplitKIsDeterministic) {
   REQUIRE_GPU();
-  for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"}) {
-    bench::VerifyCase c;
-    c.problem = problem(5, 4096, 4096, 4, 128, DType::bf16);
-    c.config = KernelConfig::parse(name);
-    c.seed = ++g_seed;
-    const bench::DeterminismResult r = bench::check_determinism(c, 4);
-    EXPECT_TRUE(r.identical) << name << ": " << r.differing << " outputs differ";
-    EXPECT_EQ(r.unwritten, 0);
-  }
+  for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"})
+    expect_deterministic(problem(5, 4096, 4096, 4, 128, DType::bf16), name, 4);
 }
 
 // Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);
@@ -223,13 +227,7 @@ TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
            {77, 640, 2048, "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg"}}) {
     const Problem p = problem(m, n, k, 4, 128, DType::bf16);
     expect_passes(p, KernelConfig::parse(name), /*bias=*/m == 8);
-    bench::VerifyCase c;
-    c.problem = p;
-    c.config = KernelConfig::parse(name);
-    c.seed = ++g_seed;
-    const bench::DeterminismResult r = bench::check_determinism(c, 3);
-    EXPECT_TRUE(r.identical) << name << ": " << r.differing << " outputs differ";
-    EXPECT_EQ(r.unwritten, 0);
+    expect_deterministic(p, name, 3);
   }
 }
 
