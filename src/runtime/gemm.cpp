@@ -268,15 +268,18 @@ struct Plan {
   uint32_t* counters = nullptr;
 };
 
+// A switch that is on unless the environment variable says "0" (read once per process).
+bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string_view(v) != "0";
+}
+
 // sm_90+: each GEMM is launched as a programmatic dependent of the stream's previous kernel, so its
 // launch, block setup and L2 prefetch of the first W tiles overlap that kernel's tail (the kernel waits
 // for it before reading x or anything else). LUTMM_PDL=0 turns this off (for comparisons).
-bool dependent_launch_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("LUTMM_PDL");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return enabled;
+bool dependent_launch(const DeviceInfo& dev) {
+  static const bool enabled = env_switch_on("LUTMM_PDL");
+  return enabled && dev.arch() >= 90;
 }
 
 // sm_90+: the splits of an output tile run as one thread-block cluster and add up their partial tiles
@@ -287,10 +290,7 @@ bool dependent_launch_enabled() {
 // (the portable cluster size), W of at most 2.5 MB and at most two blocks per SM.
 // LUTMM_CLUSTER_SPLITK=0 turns it off (for comparisons).
 bool cluster_split_k(const DeviceInfo& dev, const PackedShape& ps, int64_t blocks, int splits) {
-  static const bool enabled = [] {
-    const char* v = std::getenv("LUTMM_CLUSTER_SPLITK");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
+  static const bool enabled = env_switch_on("LUTMM_CLUSTER_SPLITK");
   return enabled && dev.arch() >= 90 && splits >= 2 && splits <= 8 && ps.words() * 4 <= (5ll << 19) &&
          blocks <= 2ll * dev.sm_count;
 }
@@ -321,7 +321,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()), std::to_string(p.m));
   plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
   plan.block = dim3(static_cast<unsigned>(c.threads()));
-  plan.launch.overlap_previous = dev.arch() >= 90 && dependent_launch_enabled();
+  plan.launch.overlap_previous = dependent_launch(dev);
   if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
     plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
   plan.workspace_need = split_k_workspace(c, p, dev);
