@@ -1,9 +1,10 @@
 // Configs: names round-trip, problem rules, the config space and the heuristic on GPUs described by
-// value (an H200 and an A100 as lutmm would read them at run time).
+// value (tests/described_gpus.hpp).
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "described_gpus.hpp"
 #include "lutmm/config.hpp"
 #include "lutmm/error.hpp"
 #include "lutmm/shapes.hpp"
@@ -12,27 +13,9 @@
 namespace lutmm {
 namespace {
 
-DeviceInfo h200() {
-  DeviceInfo d;
-  d.name = "NVIDIA H200 (described)";
-  d.cc_major = 9; d.cc_minor = 0; d.sm_count = 132; d.l2_bytes = 60 << 20;
-  d.smem_per_block_optin = 227 * 1024; d.smem_per_sm = 228 * 1024;
-  return d;
-}
-DeviceInfo a100() {
-  DeviceInfo d;
-  d.name = "NVIDIA A100 (described)";
-  d.cc_major = 8; d.cc_minor = 0; d.sm_count = 108; d.l2_bytes = 40 << 20;
-  d.smem_per_block_optin = 163 * 1024; d.smem_per_sm = 164 * 1024;
-  return d;
-}
-DeviceInfo rtx() {  // sm_86: 99 KB per block
-  DeviceInfo d;
-  d.name = "RTX-class sm_86 (described)";
-  d.cc_major = 8; d.cc_minor = 6; d.sm_count = 84; d.l2_bytes = 6 << 20;
-  d.smem_per_block_optin = 99 * 1024; d.smem_per_sm = 100 * 1024;
-  return d;
-}
+using test::described_a100;
+using test::described_h200;
+using test::described_sm86;
 
 Problem problem(int64_t m, int64_t n, int64_t k, int bits = 4, int g = 128) { return Problem::of(m, n, k, bits, g); }
 
@@ -98,7 +81,7 @@ TEST(Problem, RulesNameTheArgument) {
 // Every shape of both embedded sets has valid configs on each described GPU, and the heuristic's
 // choice is one of them, with a concrete split.
 TEST(ConfigSpace, EveryShapeHasValidConfigsAndTheHeuristicPicksOne) {
-  for (const DeviceInfo& dev : {h200(), a100(), rtx()}) {
+  for (const DeviceInfo& dev : {described_h200(), described_a100(), described_sm86()}) {
     for (const char* set : {"diffusion", "llm"}) {
       for (const Shape& s : load_shapes(set)) {
         for (int bits : {2, 3, 4}) {
@@ -116,7 +99,7 @@ TEST(ConfigSpace, EveryShapeHasValidConfigsAndTheHeuristicPicksOne) {
 }
 
 TEST(ConfigSpace, InvalidReasonsAreSpecific) {
-  const DeviceInfo dev = h200();
+  const DeviceInfo dev = described_h200();
   KernelConfig c = KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_skauto_lutsmem");
   EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 320, 4, 64), dev).find("tile_k"), std::string::npos);
   DeviceInfo old = dev;
@@ -131,7 +114,7 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   const KernelConfig occ3 = KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_skauto_lutsmem_occ3");
   EXPECT_EQ(config_invalid_reason(occ3, problem(1, 8192, 8192), dev), "");
   EXPECT_EQ(resident_blocks_per_sm(occ3, problem(1, 8192, 8192), dev), 3);
-  EXPECT_NE(config_invalid_reason(occ3, problem(1, 8192, 8192), a100()).find("_occ3 needs 3 blocks"), std::string::npos);
+  EXPECT_NE(config_invalid_reason(occ3, problem(1, 8192, 8192), described_a100()).find("_occ3 needs 3 blocks"), std::string::npos);
   KernelConfig occ8 = occ3;
   occ8.min_blocks = 8;
   EXPECT_NE(config_invalid_reason(occ8, problem(1, 8192, 8192), dev).find("shared memory on one SM"), std::string::npos);
@@ -140,7 +123,7 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
 // Split-K auto: 8- and 16-column tiles aim at one block per SM (two for weights of 16 MB or more), each
 // split keeping at least 256 of K; wider tiles fill the resident slots, each split keeping eight k tiles.
 TEST(SplitK, AutoFollowsTheMeasuredRules) {
-  const DeviceInfo dev = h200();
+  const DeviceInfo dev = described_h200();
   const KernelConfig narrow = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem");
   const KernelConfig decode = KernelConfig::parse("sm80_n128_m8_k128_s4_w4x1_skauto_lutsmem");
   const KernelConfig wide = KernelConfig::parse("sm80_n128_m32_k128_s4_w4x1_skauto_lutsmem");
@@ -159,7 +142,7 @@ TEST(SplitK, AutoFollowsTheMeasuredRules) {
 
 TEST(SplitK, AutoFillsTheGpuAndNeverLeavesAnEmptySplit) {
   const KernelConfig c = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem");
-  for (const DeviceInfo& dev : {h200(), a100()}) {
+  for (const DeviceInfo& dev : {described_h200(), described_a100()}) {
     for (int64_t k : {128, 1152, 4096, 14336, 28672}) {
       for (int64_t n : {32, 1152, 4096, 28672}) {
         const Problem p = problem(1, n, k, 4, 128);
@@ -184,7 +167,7 @@ TEST(SplitK, AutoFillsTheGpuAndNeverLeavesAnEmptySplit) {
   // A forced split is kept when it fits, clamped to the k tiles otherwise.
   KernelConfig forced = c;
   forced.split_k = 3;
-  EXPECT_EQ(resolve_split_k(forced, problem(1, 4096, 4096), h200()), 3);
+  EXPECT_EQ(resolve_split_k(forced, problem(1, 4096, 4096), described_h200()), 3);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "lutmm/lutmm.hpp"
+#include "described_gpus.hpp"
 #include "tune/internal.hpp"
 
 namespace lutmm::test {
@@ -64,36 +65,6 @@ class TuningSandbox {
   std::filesystem::path dir_;
   std::optional<std::string> old_cache_;
 };
-
-inline DeviceInfo described_h200() {
-  DeviceInfo d;
-  d.index = -1;  // described, not a device of this machine: nothing may be measured on it
-  d.name = "NVIDIA H200";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.l2_bytes = 60ll << 20;
-  d.smem_per_block_optin = 227 * 1024;
-  d.smem_per_sm = 228 * 1024;
-  d.max_threads_per_sm = 2048;
-  d.regs_per_sm = 65536;
-  return d;
-}
-
-inline DeviceInfo described_a100() {
-  DeviceInfo d;
-  d.index = -1;
-  d.name = "NVIDIA A100-SXM4-80GB";
-  d.cc_major = 8;
-  d.cc_minor = 0;
-  d.sm_count = 108;
-  d.l2_bytes = 40ll << 20;
-  d.smem_per_block_optin = 163 * 1024;
-  d.smem_per_sm = 164 * 1024;
-  d.max_threads_per_sm = 2048;
-  d.regs_per_sm = 65536;
-  return d;
-}
 
 inline Problem make_problem(int64_t m, int64_t n, int64_t k, int bits = 4, int group = 128,
                             DType dtype = DType::bf16) {
