@@ -1,54 +1,20 @@
 // reference_gemm_f64 against a naive triple loop, cpu_gemm against reference_gemm_f64, argument checks.
-// Weights are built by hand from random codes, table and scales, so nothing here depends on the quantizer.
+// Weights come from random codes, tables and scales of either sign (bench/random_inputs.hpp), so nothing
+// here depends on the quantizer.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "lutmm/error.hpp"
 #include "lutmm/format.hpp"
 #include "lutmm/reference.hpp"
+#include "random_inputs.hpp"
 
 namespace lutmm {
 namespace {
-
-std::vector<uint16_t> random_values(size_t count, float lo, float hi, DType dtype, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<uint16_t> v(count);
-  for (auto& e : v) e = float_to_bits(dist(rng), dtype);
-  return v;
-}
-
-std::vector<uint16_t> random_normal(size_t count, DType dtype, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<uint16_t> v(count);
-  for (auto& e : v) e = float_to_bits(dist(rng), dtype);
-  return v;
-}
-
-// Random codes, a random table of 2^bits values in [-1, 1] and scales of either sign in [0.005, 0.05].
-QuantizedWeight random_weight(int64_t n, int64_t k, int bits, int group_size, DType dtype, std::mt19937& rng) {
-  QuantizedWeight w;
-  w.n = n;
-  w.k = k;
-  w.bits = bits;
-  w.group_size = group_size;
-  w.dtype = dtype;
-  w.table_name = "random";
-  std::uniform_int_distribution<int> code(0, (1 << bits) - 1);
-  w.codes.resize(static_cast<size_t>(n * k));
-  for (auto& c : w.codes) c = static_cast<uint8_t>(code(rng));
-  w.table = random_values(size_t{1} << bits, -1.0f, 1.0f, dtype, rng);
-  w.scales = random_values(static_cast<size_t>(n * (k / group_size)), 0.005f, 0.05f, dtype, rng);
-  std::bernoulli_distribution negative(0.25);
-  for (auto& s : w.scales) {
-    if (negative(rng)) s ^= 0x8000;  // sign bit of both fp16 and bf16
-  }
-  return w;
-}
 
 // The definition, as plainly as possible: out[i][j] = sum_c x[i][c] * table[code[j][c]] * scale[j][c/G] + bias[j].
 std::vector<double> naive_gemm(const std::vector<uint16_t>& x, int64_t m, const QuantizedWeight& w,
@@ -118,12 +84,12 @@ std::vector<Case> oracle_cases() {
 }
 
 TEST(ReferenceGemmF64, MatchesNaiveTripleLoop) {
-  std::mt19937 rng(1234);
+  uint64_t seed = 1234;
   for (const Case& c : oracle_cases()) {
     SCOPED_TRACE(c.str());
-    const QuantizedWeight w = random_weight(c.n, c.k, c.bits, c.group_size, c.dtype, rng);
-    const auto x = random_normal(static_cast<size_t>(c.m * c.k), c.dtype, rng);
-    const auto bias = random_values(static_cast<size_t>(c.n), -2.0f, 2.0f, c.dtype, rng);
+    const QuantizedWeight w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
+    const auto x = bench::random_values(c.m * c.k, c.dtype, seed++);
+    const auto bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
     const uint16_t* b = c.bias ? bias.data() : nullptr;
     const auto want = naive_gemm(x, c.m, w, b);
     const auto mag = magnitude(x, c.m, w, b);
@@ -139,10 +105,10 @@ TEST(ReferenceGemmF64, MatchesNaiveTripleLoop) {
 }
 
 TEST(ReferenceGemmF64, BiasIsAddedPerColumn) {
-  std::mt19937 rng(7);
-  const QuantizedWeight w = random_weight(24, 64, 4, 32, DType::bf16, rng);
-  const auto x = random_normal(5 * 64, DType::bf16, rng);
-  const auto bias = random_values(24, -3.0f, 3.0f, DType::bf16, rng);
+  uint64_t seed = 7;
+  const QuantizedWeight w = bench::random_quantized_weight(24, 64, 4, 32, DType::bf16, seed++);
+  const auto x = bench::random_values(5 * 64, DType::bf16, seed++);
+  const auto bias = bench::random_values(24, DType::bf16, seed++, 3.0);
   std::vector<double> without(5 * 24), with(5 * 24);
   reference_gemm_f64(x.data(), 5, w, nullptr, without.data());
   reference_gemm_f64(x.data(), 5, w, bias.data(), with.data());
@@ -190,12 +156,12 @@ void expect_cpu_gemm_close(const std::vector<uint16_t>& got, const std::vector<d
 }
 
 TEST(CpuGemm, MatchesReferenceOnSmallShapes) {
-  std::mt19937 rng(99);
+  uint64_t seed = 99;
   for (const Case& c : oracle_cases()) {
     SCOPED_TRACE(c.str());
-    const QuantizedWeight w = random_weight(c.n, c.k, c.bits, c.group_size, c.dtype, rng);
-    const auto x = random_normal(static_cast<size_t>(c.m * c.k), c.dtype, rng);
-    const auto bias = random_values(static_cast<size_t>(c.n), -2.0f, 2.0f, c.dtype, rng);
+    const QuantizedWeight w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
+    const auto x = bench::random_values(c.m * c.k, c.dtype, seed++);
+    const auto bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
     const uint16_t* b = c.bias ? bias.data() : nullptr;
     std::vector<double> want(static_cast<size_t>(c.m * c.n));
     reference_gemm_f64(x.data(), c.m, w, b, want.data());
@@ -208,7 +174,7 @@ TEST(CpuGemm, MatchesReferenceOnSmallShapes) {
 // Shapes that cross every block boundary of cpu_gemm: several W blocks (128 rows), K blocks (256) and
 // x chunks (384 rows), with ragged edges everywhere.
 TEST(CpuGemm, MatchesReferenceAcrossBlocks) {
-  std::mt19937 rng(5);
+  uint64_t seed = 5;
   const Case cases[] = {
       {400, 136, 512, 4, 128, DType::bf16, true}, {401, 300, 1280, 3, 64, DType::f16, false},
       {1, 520, 1024, 2, 256, DType::f16, true},   {77, 8, 784, 4, 784, DType::bf16, true},
@@ -216,9 +182,9 @@ TEST(CpuGemm, MatchesReferenceAcrossBlocks) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.str());
-    const QuantizedWeight w = random_weight(c.n, c.k, c.bits, c.group_size, c.dtype, rng);
-    const auto x = random_normal(static_cast<size_t>(c.m * c.k), c.dtype, rng);
-    const auto bias = random_values(static_cast<size_t>(c.n), -2.0f, 2.0f, c.dtype, rng);
+    const QuantizedWeight w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
+    const auto x = bench::random_values(c.m * c.k, c.dtype, seed++);
+    const auto bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
     const uint16_t* b = c.bias ? bias.data() : nullptr;
     std::vector<double> want(static_cast<size_t>(c.m * c.n));
     reference_gemm_f64(x.data(), c.m, w, b, want.data());
@@ -231,9 +197,9 @@ TEST(CpuGemm, MatchesReferenceAcrossBlocks) {
 // Each output element is summed in the same order whatever the work split, so the thread count does not
 // change a single bit.
 TEST(CpuGemm, ThreadCountDoesNotChangeTheResult) {
-  std::mt19937 rng(11);
-  const QuantizedWeight w = random_weight(200, 512, 4, 64, DType::bf16, rng);
-  const auto x = random_normal(50 * 512, DType::bf16, rng);
+  uint64_t seed = 11;
+  const QuantizedWeight w = bench::random_quantized_weight(200, 512, 4, 64, DType::bf16, seed++);
+  const auto x = bench::random_values(50 * 512, DType::bf16, seed++);
   std::vector<uint16_t> one(50 * 200), many(50 * 200);
   cpu_gemm(x.data(), 50, w, nullptr, one.data(), 1);
   for (int threads : {0, 2, 3, 7}) {
@@ -254,9 +220,9 @@ void expect_error_naming(F f, const std::string& argument) {
 }
 
 TEST(CpuGemms, RejectBadArguments) {
-  std::mt19937 rng(3);
-  const QuantizedWeight w = random_weight(8, 64, 4, 32, DType::f16, rng);
-  const auto x = random_normal(2 * 64, DType::f16, rng);
+  uint64_t seed = 3;
+  const QuantizedWeight w = bench::random_quantized_weight(8, 64, 4, 32, DType::f16, seed++);
+  const auto x = bench::random_values(2 * 64, DType::f16, seed++);
   std::vector<double> outd(16, -1.0);
   std::vector<uint16_t> out(16, 0x1234);
 
@@ -290,9 +256,9 @@ TEST(CpuGemms, RejectBadArguments) {
 }
 
 TEST(CpuGemms, ErrorMessageSaysWhatWasExpected) {
-  std::mt19937 rng(3);
-  const QuantizedWeight w = random_weight(8, 64, 4, 32, DType::f16, rng);
-  const auto x = random_normal(2 * 64, DType::f16, rng);
+  uint64_t seed = 3;
+  const QuantizedWeight w = bench::random_quantized_weight(8, 64, 4, 32, DType::f16, seed++);
+  const auto x = bench::random_values(2 * 64, DType::f16, seed++);
   std::vector<uint16_t> out(16);
   try {
     cpu_gemm(x.data(), 0, w, nullptr, out.data());
