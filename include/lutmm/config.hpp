@@ -3,7 +3,9 @@
 // tuner stores and what error messages print. The packed weight layout does not depend on it.
 //
 //   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem[_wreg][_occ3]
-//   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (shared) or lutreg (registers)
+//   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (a pair table in shared memory),
+//   |    |   |   |    |  |    |       lutsmem256 (4-bit only: the same with 256-byte rows, 64 KB, one
+//   |    |   |   |    |  |    |       instruction fewer per lookup) or lutreg (registers)
 //   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time)
 //   |    |   |   |    |  '----------- warps along N x warps along M
 //   |    |   |   |    '-------------- pipeline stages
@@ -25,7 +27,11 @@
 
 namespace lutmm {
 
-enum class LutPlacement : uint8_t { shared, registers };
+enum class LutPlacement : uint8_t { shared, registers, shared_wide };
+// Bytes per pair-table row in shared memory (0: the table lives in registers).
+inline int lut_row_bytes(LutPlacement lut) {
+  return lut == LutPlacement::registers ? 0 : (lut == LutPlacement::shared_wide ? 256 : 128);
+}
 
 struct KernelConfig {
   int family = 80;

@@ -1,7 +1,7 @@
 #pragma once
 // Just-in-time tuning (docs/TUNING.md is the user's guide).
 //
-// For a problem key the tuner times the valid configs on the current GPU (L2-cold, CUDA events, a few
+// For a problem key the tuner times the valid configs on the current GPU (weights read from DRAM, CUDA events, a few
 // repetitions, median), keeps the fastest and stores it in a database; gemm() then uses the stored choice.
 //
 // The key (TuneKey): GPU name, compute capability, SM count, lutmm version, bits, group size, dtype, N, K
@@ -115,7 +115,7 @@ void reload_tuning();
 
 // ---- the tuner ----
 struct TuneOptions {
-  double budget_ms = 600;  // measuring time (launches, flushes, waits); JIT compiles and loads are extra
+  double budget_ms = 600;  // measuring time (launches, covers, waits); JIT compiles and loads are extra
   int repetitions = 5;     // timed runs of each finalist and of the heuristic's choice (median)
   bool store = true;       // store the result with store_tuning
 };
@@ -123,7 +123,7 @@ struct TuneOptions {
 struct CandidateTiming {
   KernelConfig config;  // split-K concrete
   double estimate_us = 0;  // the ranking model's figure (rank_configs)
-  double us = 0;        // median of `runs` L2-cold runs; 0 when not timed
+  double us = 0;        // median of `runs` runs (weights from DRAM); 0 when not timed
   int runs = 0;
   std::string note;     // empty when timed; "skipped: <why>" or "failed: <error>" otherwise
 };
@@ -147,7 +147,7 @@ struct TuneResult {
 TuneResult tune(const Problem& p, cudaStream_t stream = nullptr, const TuneOptions& options = {});
 
 // The timing function tune() uses, for any list of configs (split_k 0 is resolved first): `repetitions`
-// L2-cold runs each, median. A config that cannot run gets a "failed: ..." note; the rest still run.
+// runs each (weights from DRAM), median. A config that cannot run gets a "failed: ..." note; the rest still run.
 std::vector<CandidateTiming> time_configs(const Problem& p, const std::vector<KernelConfig>& configs,
                                           cudaStream_t stream = nullptr, int repetitions = 3);
 

@@ -82,6 +82,7 @@ std::string text_after(std::string_view line, std::string_view marker) {
 //   ptxas info    : Function properties for kern
 //   ptxas         .     256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : Used 30 registers, used 0 barriers, 256 bytes cumulative stack size, 360 bytes cmem[0]
+// (with ", 1024 bytes smem" after the barriers when the kernel has static shared memory)
 // Returns the entries' resources by name; non-entry functions (noinline device functions) are dropped.
 std::map<std::string, KernelResources> parse_entries(const std::string& log) {
   std::map<std::string, KernelResources> all;
@@ -112,6 +113,8 @@ std::map<std::string, KernelResources> parse_entries(const std::string& log) {
     } else if (line.find(" registers") != std::string_view::npos && line.find("Used ") != std::string_view::npos &&
                !compiling.empty()) {
       all[compiling].registers = number_before(line, " registers");
+      all[compiling].static_shared_bytes =
+          line.find(" bytes smem") != std::string_view::npos ? number_before(line, " bytes smem") : 0;
     }
   }
   std::erase_if(all, [&](const auto& item) { return !entries.contains(item.first); });
@@ -133,6 +136,7 @@ KernelResources parse_ptxas_report(const std::string& log) {
     out.spill_store_bytes = std::max(out.spill_store_bytes, r.spill_store_bytes);
     out.spill_load_bytes = std::max(out.spill_load_bytes, r.spill_load_bytes);
     out.stack_frame_bytes = std::max(out.stack_frame_bytes, r.stack_frame_bytes);
+    out.static_shared_bytes = std::max(out.static_shared_bytes, r.static_shared_bytes);
   }
   return out;
 }

@@ -25,6 +25,7 @@ struct KernelResources {
   int spill_store_bytes = -1;  // from ptxas' report; -1 when not reported
   int spill_load_bytes = -1;
   int stack_frame_bytes = -1;
+  int static_shared_bytes = -1;  // "N bytes smem" of ptxas' report (0 when it names none); -1 when not reported
 };
 
 struct CompiledKernel {

@@ -20,7 +20,7 @@ namespace lutmm {
 std::string KernelConfig::name() const {
   return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
                      warps_m, split_k == 0 ? std::string("auto") : std::to_string(split_k),
-                     lut == LutPlacement::shared ? "smem" : "reg", w_in_registers ? "_wreg" : "",
+                     lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg"), w_in_registers ? "_wreg" : "",
                      min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string());
 }
 
@@ -58,7 +58,8 @@ KernelConfig KernelConfig::parse(std::string_view name) {
     }
   }
   if (ok) {
-    if (take(s, "_lutsmem")) c.lut = LutPlacement::shared;
+    if (take(s, "_lutsmem256")) c.lut = LutPlacement::shared_wide;
+    else if (take(s, "_lutsmem")) c.lut = LutPlacement::shared;
     else if (take(s, "_lutreg")) c.lut = LutPlacement::registers;
     else ok = false;
   }
@@ -98,7 +99,9 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
   const int group = kernel_group(p);
   if (group != 0 && group > c.tile_k && group % c.tile_k != 0)
     return fmt::format("group {} straddles tile_k {}", group, c.tile_k);
-  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, c.lut == LutPlacement::shared,
+  if (c.lut == LutPlacement::shared_wide && p.bits != 4)
+    return fmt::format("lutsmem256 needs 4-bit codes (their pair index is a whole byte), not {}-bit", p.bits);
+  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut),
                                      c.w_in_registers);
   if (smem > dev.smem_per_block_optin)
     return fmt::format("needs {} bytes of shared memory, the GPU allows {}", smem, dev.smem_per_block_optin);
@@ -122,7 +125,7 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
   const int group = kernel_group(p);
   // +1 KB: the driver reserves that much shared memory per block on sm_80+.
   const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages,
-                                     c.lut == LutPlacement::shared, c.w_in_registers) + 1024;
+                                     lut_row_bytes(c.lut), c.w_in_registers) + 1024;
   int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
   if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
   // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones;
@@ -175,7 +178,7 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
     if (shape.tile_n > 2 * ((p.n + 15) / 16 * 16)) continue;
     // W streamed into registers (`_wreg`) stays forcible but is not offered: measured slower on every
     // decode shape on the H200 (docs/NOTES.md, v1.4), as it keeps only one k tile of W in flight per warp.
-    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
       for (int split : {0, 1, 2, 4, 8}) {
         KernelConfig c = shape;
         c.lut = lut;

@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "lutmm/config.hpp"
 #include "lutmm/error.hpp"
@@ -15,16 +16,21 @@ namespace {
 
 struct TileChoice {
   int tile_n, tile_m, tile_k, warps_n;
+  int warps_m = 0;  // 0: any (the first listed shape that matches)
 };
 
 // split_k 0: resolved by the one-wave rule (resolve_split_k); otherwise that count.
 std::optional<KernelConfig> first_valid(const Problem& p, const DeviceInfo& dev, std::span<const TileChoice> choices,
                                         LutPlacement preferred = LutPlacement::shared, int split_k = 0) {
-  const LutPlacement other = preferred == LutPlacement::shared ? LutPlacement::registers : LutPlacement::shared;
+  // Fallbacks where shared memory is short: the 128-byte-row table, then registers.
+  std::vector<LutPlacement> placements{preferred};
+  for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers})
+    if (lut != preferred) placements.push_back(lut);
   for (const TileChoice& t : choices) {
     for (const auto& s : sm80_kernel_shapes()) {
       if (s.tile_n != t.tile_n || s.tile_m != t.tile_m || s.tile_k != t.tile_k || s.warps_n != t.warps_n) continue;
-      for (LutPlacement lut : {preferred, other}) {  // the other one if shared memory is short
+      if (t.warps_m != 0 && s.warps_m != t.warps_m) continue;
+      for (LutPlacement lut : placements) {
         KernelConfig c = s;
         c.lut = lut;
         c.split_k = 0;
@@ -47,15 +53,18 @@ int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
 // Preferences per M range, from the H200 tuning runs of both shape sets (docs/TUNING.md, docs/NOTES.md):
 //  * LLM-sized weights: two 16-row strips per warp win at every M <= 64 (one x fragment feeds two
 //    dequantized strips) except on weights up to 16M values (4096 x 4096), where eight warps of one strip
-//    each won every M <= 8; wide decode layers also take 256-deep k tiles, and from M = 128 the 128 x 128
-//    tile with 4 x 2 warps (two strips, eight 8-column blocks per warp) beats 2 x 4 warps by ~16%;
+//    each won every M <= 8; wide decode layers also take 256-deep k tiles;
 //  * small weights (N * K <= 8M, the diffusion conditioning and text layers): a block lives only a few
 //    microseconds, so the 32 KB pair-table build does not pay; 64-row tiles with the register table won
 //    every such shape with M <= 128, with one 256-deep k tile when K is 256;
-//  * M in 129..512 whose 128 x 128 tiles are few (at most 3/8 of the SMs) or just over one wave (up to
-//    1.5 waves, where the second wave runs mostly empty): 128 x 32 tiles, four times the blocks;
+//  * M in 33..64 on larger weights: 128 x 64 tiles with one warp row (each warp's two strips meet all 64
+//    columns, W dequantized once per block): 64 x 28672 x 8192 138 -> 111 us, 64 x 8192 x 8192 42 -> 37;
+//  * M > 64: tiles of 128 x 80 (128 x 64 where 80 pads M by 5% more) with one warp row, the 4-bit table
+//    with 256-byte rows unless the weight is small: they beat the 128 x 128 tiles with 4 x 2 warps (whose
+//    two warp rows dequantize every strip twice) by 1.05-1.2x on the LLM set and up to 1.8x on the
+//    diffusion set (docs/NOTES.md, v1.7);
 //  * larger M with few 128 x 128 tiles and short K (the narrow diffusion layers: N = 32..640 at M = 1024
-//    and 4096): 64-row tiles and the widest column block that still gives about one block per SM, unsplit
+//    and 4096): the widest tile that still gives about one block per SM, unsplit
 //    (with K this short the split-K round trip costs more than the idle SMs).
 // The later entries are fallbacks for K that 128 or 256 does not divide, and for GPUs with less shared
 // memory.
@@ -66,8 +75,13 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 4> decode8_wide{
       {{128, 8, 256, 4}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> decode16{{{128, 16, 128, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
-  static constexpr std::array<TileChoice, 3> medium{{{128, 32, 128, 4}, {128, 64, 64, 4}, {64, 64, 64, 2}}};
-  static constexpr std::array<TileChoice, 2> large{{{128, 128, 64, 4}, {128, 128, 64, 2}}};
+  static constexpr std::array<TileChoice, 3> medium{{{128, 32, 128, 4}, {128, 64, 64, 4, 2}, {64, 64, 64, 2}}};
+  static constexpr std::array<TileChoice, 4> medium64{
+      {{128, 64, 64, 4, 1}, {64, 64, 128, 4, 1}, {128, 32, 128, 4}, {128, 64, 64, 4, 2}}};
+  // one warp row: each warp's strips meet all 80 (64) columns of the tile
+  static constexpr std::array<TileChoice, 4> large80{{{128, 80, 64, 4, 1}, {128, 64, 64, 4, 1}, {128, 128, 64, 4}, {128, 128, 64, 2}}};
+  static constexpr std::array<TileChoice, 4> large64{{{128, 64, 64, 4, 1}, {128, 80, 64, 4, 1}, {128, 128, 64, 4}, {128, 128, 64, 2}}};
+  static constexpr std::array<TileChoice, 3> narrow80{{{64, 80, 128, 4, 1}, {64, 64, 128, 4, 1}, {64, 32, 128, 4}}};
   static constexpr std::array<TileChoice, 3> small_w8{{{64, 8, 128, 4}, {64, 8, 256, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> small_w8_k256{{{64, 8, 256, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> small_w16{{{64, 16, 256, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
@@ -79,7 +93,13 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   const int64_t sms = dev.sm_count;
   const int64_t big_tiles = tile_count(p, 128, 128);
   const bool few_big_tiles = 8 * big_tiles <= 3 * sms;
-  const bool just_over_a_wave = big_tiles > sms && 2 * big_tiles <= 3 * sms;
+  // Large M: 80-column tiles dequantize once for the most columns; 64 where 80 would pad M by 5% more.
+  const int64_t pad80 = (p.m + 79) / 80 * 80 - p.m, pad64 = (p.m + 63) / 64 * 64 - p.m;
+  const std::span<const TileChoice> large =
+      pad80 > pad64 + p.m / 20 ? std::span<const TileChoice>(large64) : std::span<const TileChoice>(large80);
+  // The 4-bit pair table with 256-byte rows (one instruction per lookup) where the weight is not small.
+  const LutPlacement big_m_lut = small_weight ? LutPlacement::registers
+                                              : (p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared);
   std::span<const TileChoice> prefs;
   LutPlacement lut = LutPlacement::shared;
   if (small_weight && p.m <= 128) {
@@ -91,17 +111,25 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
                  : (p.n * p.k <= 16ll * 1024 * 1024 ? std::span<const TileChoice>(decode8_mid) : std::span<const TileChoice>(decode8));
   } else if (p.m <= 16) {
     prefs = decode16;
-  } else if (p.m <= 64 || (p.m <= 512 && (few_big_tiles || just_over_a_wave))) {
+  } else if (p.m > 32 && p.m <= 64) {
+    prefs = medium64;
+  } else if (p.m <= 64) {
     prefs = medium;
   } else if (few_big_tiles && p.k <= 1536) {
-    // 64-row tiles; the column block: 32 when that gives ~a block per SM, else 16, else 8.
-    const LutPlacement narrow_lut = small_weight ? LutPlacement::registers : LutPlacement::shared;
-    std::span<const TileChoice> narrow = narrow32;
+    // Unsplit; the widest tile that still gives about a block per SM: 128 x 80, 64 x 80, then 64-row
+    // tiles of 32, 16 or 8 columns.
+    std::span<const TileChoice> narrow = large;
+    if (10 * tile_count(p, 128, 80) < 9 * sms) narrow = narrow80;
+    if (10 * tile_count(p, 64, 80) < 9 * sms) narrow = narrow32;
     if (10 * tile_count(p, 64, 32) < 9 * sms) narrow = 10 * tile_count(p, 64, 16) < 9 * sms ? std::span<const TileChoice>(small_w8) : std::span<const TileChoice>(narrow16);
-    if (auto c = first_valid(p, dev, narrow, narrow_lut, 1)) return *c;
+    if (auto c = first_valid(p, dev, narrow, big_m_lut, 1)) return *c;
     prefs = large;
+    lut = big_m_lut;
   } else {
     prefs = large;
+    // 128 x 64 tiles (k64, 4 stages) with the 64 KB table fill an SM's shared memory to the byte with two
+    // blocks (1.3x slower when 128 bytes more pushed one off, docs/NOTES.md v1.7): the 32 KB table there
+    lut = prefs.data() == large64.data() && big_m_lut == LutPlacement::shared_wide ? LutPlacement::shared : big_m_lut;
   }
   if (auto c = first_valid(p, dev, prefs, lut)) return *c;
   // Nothing preferred fits (an unusual K or a GPU with little shared memory): any valid shape.

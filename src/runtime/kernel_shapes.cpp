@@ -16,6 +16,7 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       // two and four strips per warp: one x fragment (ldmatrix) serves several dequantized strips
       make(128, 8, 128, 4, 4, 1), make(128, 8, 256, 3, 4, 1), make(256, 8, 128, 4, 8, 1),
       make(64, 16, 256, 3, 4, 1), make(128, 16, 128, 4, 4, 1), make(32, 16, 256, 4, 2, 1),
+      make(256, 8, 128, 4, 4, 1), make(128, 8, 256, 2, 4, 1),
       // shallower pipelines compiled for a third (fourth) resident block per SM: 24 (16) warps instead of
       // 16 (8); on the H200 they win some decode shapes by up to 7% (docs/NOTES.md, v1.5)
       make(256, 8, 128, 2, 8, 1, 3), make(256, 8, 64, 4, 8, 1, 3), make(128, 8, 128, 2, 4, 1, 4),
@@ -24,6 +25,9 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       // medium M
       make(64, 32, 128, 4, 4, 1), make(128, 32, 128, 4, 4, 1), make(64, 64, 64, 4, 2, 2),
       make(128, 64, 64, 4, 4, 2),
+      // M = 33..80 with one warp row: every warp multiplies its dequantized strips with all of the tile's
+      // columns, so W is dequantized once per block instead of once per 16- or 32-column block
+      make(64, 64, 128, 3, 4, 1), make(128, 64, 64, 4, 4, 1), make(64, 80, 128, 3, 4, 1), make(128, 80, 64, 3, 4, 1),
       // large M: big tiles amortise the dequantization over many MMAs
       // (256 x 128 and 128 x 256 tiles were tried: ptxas spills at 255 registers for some bit widths.)
       make(128, 128, 64, 4, 2, 4), make(128, 128, 64, 3, 4, 2),

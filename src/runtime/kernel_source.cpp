@@ -45,7 +45,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
       fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
       fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
-      fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", c.lut == LutPlacement::shared),
+      fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", lut_row_bytes(c.lut)),
       fmt::arg("wreg", c.w_in_registers), fmt::arg("min_blocks", c.min_blocks),
       fmt::arg("name", kGemmKernelName)));
 }

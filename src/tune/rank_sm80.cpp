@@ -62,7 +62,7 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const Rates r = rates_for(dev.arch());
   const int sms = std::max(1, dev.sm_count);
   const int splits = resolve_split_k(c, p, dev);
-  const bool shared_lut = c.lut == LutPlacement::shared;
+  const bool shared_lut = c.lut != LutPlacement::registers;
   const int group = kernel_group(p);
 
   const double n_tiles = std::ceil(static_cast<double>(ps.n_padded) / c.tile_n);

@@ -1,6 +1,7 @@
 // Timing configs on the GPU: random inputs uploaded once as a small host pattern and doubled on the
 // device (a 200 MB weight fills in well under a millisecond instead of seconds of host random numbers),
-// an L2 flush before every timed run, CUDA events around the kernel alone.
+// rotating weight copies so that every timed run reads its weight from DRAM, CUDA events around the
+// kernel alone.
 #include "tune/timing.hpp"
 
 #include <algorithm>
@@ -23,9 +24,8 @@ namespace lutmm::tuning_detail {
 namespace {
 
 constexpr size_t kPatternBytes = 64 * 1024;
-constexpr int64_t kMinFlushBytes = 8ll << 20;     // when the L2 size is unknown or tiny
-constexpr size_t kFreeMemoryMargin = 64ull << 20;  // left to the rest of the process
-constexpr int kFlushProbeRuns = 3;
+constexpr int64_t kMinRotationBytes = 16ll << 20;  // when the L2 size is unknown or tiny
+constexpr size_t kFreeMemoryMargin = 64ull << 20;   // left to the rest of the process
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -99,16 +99,19 @@ TimingSession::TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const size_t x_bytes = static_cast<size_t>(p.m * p.k) * 2;
   const size_t out_bytes = static_cast<size_t>(p.m * p.n) * 2;
-  const size_t packed_bytes = static_cast<size_t>(ps.words()) * 4;
-  const size_t scale_bytes = static_cast<size_t>(ps.scale_count()) * 2;
+  // 256-byte strides keep every copy on its own cache lines (and gemm()'s 16-byte alignment).
+  packed_stride_ = (static_cast<size_t>(ps.words()) * 4 + 255) / 256 * 256;
+  scale_stride_ = (static_cast<size_t>(ps.scale_count()) * 2 + 255) / 256 * 256;
+  const size_t rotation_bytes = static_cast<size_t>(std::max<int64_t>(2 * dev.l2_bytes, kMinRotationBytes));
+  copies_ = static_cast<int>((rotation_bytes + packed_stride_ + scale_stride_ - 1) / (packed_stride_ + scale_stride_));
   const size_t table_bytes = (size_t{2} << p.bits);
-  const size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * dev.l2_bytes, kMinFlushBytes));
-  const size_t total = x_bytes + out_bytes + packed_bytes + scale_bytes + table_bytes + flush_bytes;
+  const size_t cover_bytes = rotation_bytes;
+  const size_t total = x_bytes + out_bytes + copies_ * (packed_stride_ + scale_stride_) + table_bytes + cover_bytes;
   size_t free_bytes = 0, total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   if (total + kFreeMemoryMargin > free_bytes)
-    throw_error(fmt::format("not enough free GPU memory to tune {}: the inputs and the L2 flush need {}, {} is free",
-                            p.str(), mib(total + kFreeMemoryMargin), mib(free_bytes)));
+    throw_error(fmt::format("not enough free GPU memory to tune {}: the inputs and {} weight copies need {}, {} is free",
+                            p.str(), copies_, mib(total + kFreeMemoryMargin), mib(free_bytes)));
 
   if (after != stream_) {
     cudaEvent_t ready = nullptr;
@@ -122,10 +125,10 @@ TimingSession::TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream
   try {
     x_ = allocate(x_bytes);
     out_ = allocate(out_bytes);
-    packed_ = allocate(packed_bytes);
-    scales_ = allocate(scale_bytes);
+    packed_ = allocate(copies_ * packed_stride_);
+    scales_ = allocate(copies_ * scale_stride_);
     table_ = allocate(table_bytes);
-    flush_ = allocate(flush_bytes);
+    cover_ = allocate(cover_bytes);
     const uint64_t seed = 0x74756e65ull;  // "tune"
     static std::mutex pattern_mutex;
     static std::map<std::pair<int, int>, std::vector<uint8_t>> patterns;  // (dtype, kind) -> bytes
@@ -158,24 +161,7 @@ TimingSession::TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream
     view_.scales = static_cast<const uint16_t*>(scales_.ptr);
     view_.table = static_cast<const uint16_t*>(table_.ptr);
 
-    // What one flush costs: tune() counts it against its budget.
-    events_.resize(2 * kFlushProbeRuns);
-    for (cudaEvent_t& e : events_) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
-    for (int r = 0; r < kFlushProbeRuns; ++r) {
-      check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
-      check_cuda(cudaMemsetAsync(flush_.ptr, static_cast<int>(++flush_value_ & 0xff), flush_.bytes, stream_),
-                 "cudaMemsetAsync(L2 flush)");
-      check_cuda(cudaEventRecord(events_[2 * r + 1], stream_), "cudaEventRecord");
-    }
     check_cuda(cudaStreamSynchronize(stream_), "preparing the tuning inputs");
-    std::vector<double> us;
-    for (int r = 0; r < kFlushProbeRuns; ++r) {
-      float ms = 0;
-      check_cuda(cudaEventElapsedTime(&ms, events_[2 * r], events_[2 * r + 1]), "cudaEventElapsedTime");
-      us.push_back(ms * 1000.0);
-    }
-    std::sort(us.begin(), us.end());
-    flush_us_ = us[us.size() / 2];
   } catch (...) {
     release();
     throw;
@@ -315,14 +301,23 @@ std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
   GemmOptions o;
   o.config = c;
   o.stream = stream_;
-  // Enqueued back to back: while the GPU flushes the L2 (tens of microseconds) the host has long queued the
-  // kernel, so the time between the events is the kernel's alone.
+  auto next_weight = [&] {
+    WeightView w = view_;
+    w.packed = reinterpret_cast<const uint32_t*>(static_cast<const char*>(packed_.ptr) + next_copy_ * packed_stride_);
+    w.scales = reinterpret_cast<const uint16_t*>(static_cast<const char*>(scales_.ptr) + next_copy_ * scale_stride_);
+    next_copy_ = (next_copy_ + 1) % copies_;
+    return w;
+  };
+  // The cover: while the GPU writes a scratch buffer of twice the L2 (~50 us on an H200), the host queues an
+  // untimed warm-up run and the timed runs behind it, so the timed runs follow each other with no launch
+  // gap and the events time the kernels alone. The warm-up absorbs the write-back of the cover's dirty lines.
   try {
+    check_cuda(cudaMemsetAsync(cover_.ptr, 0, cover_.bytes, stream_), "cudaMemsetAsync(cover)");
+    gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
     for (int r = 0; r < runs; ++r) {
-      check_cuda(cudaMemsetAsync(flush_.ptr, static_cast<int>(++flush_value_ & 0xff), flush_.bytes, stream_),
-                 "cudaMemsetAsync(L2 flush)");
+      const WeightView w = next_weight();
       check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
-      gemm(x_.ptr, p_.m, view_, nullptr, out_.ptr, o);
+      gemm(x_.ptr, p_.m, w, nullptr, out_.ptr, o);
       check_cuda(cudaEventRecord(events_[2 * r + 1], stream_), "cudaEventRecord");
     }
   } catch (...) {

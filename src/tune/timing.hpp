@@ -1,5 +1,5 @@
 #pragma once
-// The tuner's measuring machinery: random inputs on the GPU, L2 flushes, event-timed runs.
+// The tuner's measuring machinery: random inputs on the GPU, rotating weight copies, event-timed runs.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,10 +33,15 @@ bool stream_is_capturing(cudaStream_t stream);
 cudaStream_t private_stream(int device);
 
 
-// Inputs for one problem on the current device: x, out and one packed weight, random and never zero
-// (dtype values of magnitude 1/16..1, scales 1/256..1/64, code words of random bits), plus a scratch
-// buffer of twice the L2 that is overwritten before every timed run so each run starts L2-cold. Memory
-// is stream-ordered on the private stream and released when the session ends.
+// Inputs for one problem on the current device: x, out and packed weights, random and never zero (dtype
+// values of magnitude 1/16..1, scales 1/256..1/64, code words of random bits). The weight and its scales
+// come in as many copies as fill twice the L2, and the runs take them in turn, so every run reads its
+// weight from DRAM as a model's layers do (x stays in L2, as activations do). An earlier version wrote a
+// scratch buffer before every run instead: the dirty lines it left were written back while the timed
+// kernel read, which slowed memory-bound configs unevenly and misranked them (docs/NOTES.md, v1.7). A
+// scratch buffer is still written once per batch of runs, untimed, to keep the GPU busy while the host
+// queues the batch (see time()).
+// Memory is stream-ordered on the private stream and released when the session ends.
 class TimingSession {
  public:
   // Queues behind the work already on `after`; throws Error when the GPU lacks the memory.
@@ -51,10 +56,9 @@ class TimingSession {
   // Grows gemm()'s split-K workspace of the private stream to what `configs` need, with untimed runs, so
   // no timed run allocates.
   void grow_workspace(const std::vector<KernelConfig>& configs);
-  // `runs` L2-cold runs of c (CUDA events around the kernel only), microseconds each. Throws Error when
-  // gemm() refuses c or a run fails.
+  // `runs` runs of c, each on the next weight copy (CUDA events around the kernel only), microseconds
+  // each. Throws Error when gemm() refuses c or a run fails.
   std::vector<double> time(const KernelConfig& c, int runs);
-  double flush_us() const { return flush_us_; }
   const Problem& problem() const { return p_; }
 
  private:
@@ -71,11 +75,11 @@ class TimingSession {
   cudaStream_t stream_ = nullptr;
   bool async_alloc_ = false;
   std::vector<Buffer> buffers_;  // the raw allocations, freed by release()
-  Buffer x_, out_, packed_, table_, scales_, flush_;
+  Buffer x_, out_, packed_, table_, scales_, cover_;  // packed_ and scales_ hold copies_ copies each
+  size_t packed_stride_ = 0, scale_stride_ = 0;
+  int copies_ = 1, next_copy_ = 0;
   WeightView view_;
   std::vector<cudaEvent_t> events_;
-  double flush_us_ = 0;
-  unsigned flush_value_ = 0;
 };
 
 }  // namespace lutmm::tuning_detail

@@ -7,9 +7,9 @@
 //      would need more than kMaxWorkspace, and configs whose grid has too many row tiles.
 //   3. the heuristic's choice: `repetitions` runs; its median against its estimate calibrates the model's
 //      figures into predicted run times.
-//   4. screening: one L2-cold run of every other candidate, in rank order, while the predicted run fits
-//      in kScreeningShare of the budget (measuring time only: launches, flushes and waits; compiles and
-//      loads are extra).
+//   4. screening: one run of every other candidate (its weight read from DRAM: tuning_detail::TimingSession
+//      rotates copies), in rank order, while the predicted run fits in kScreeningShare of the budget
+//      (measuring time only: launches and waits; compiles and loads are extra).
 //   5. refinement: the candidates within kFinalist of the best screened time get up to `repetitions`
 //      runs, budget permitting; the fastest median wins.
 #include <algorithm>
@@ -157,10 +157,9 @@ TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& option
     if (h.runs > 0 && h.estimate_us > 0) calibration = h.us / h.estimate_us;
   }
   // 4. screening, in rank order.
-  const double flush_ms = session.flush_us() / 1000.0;
   for (size_t i : runnable) {
     if (i == heuristic_index) continue;
-    const double predicted_ms = cands[i].estimate_us * calibration / 1000.0 + flush_ms;
+    const double predicted_ms = cands[i].estimate_us * calibration / 1000.0;
     if (ms_since(measure_start) + predicted_ms > kScreeningShare * options.budget_ms) {
       cands[i].note = fmt::format("skipped: the screening share of the {:.0f} ms budget was spent", options.budget_ms);
       continue;
@@ -185,7 +184,7 @@ TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& option
   for (size_t i : finalists) {
     int extra = options.repetitions - cands[i].runs;
     if (extra <= 0) continue;
-    const double per_run_ms = cands[i].us / 1000.0 + flush_ms;
+    const double per_run_ms = cands[i].us / 1000.0;
     const double left_ms = options.budget_ms - ms_since(measure_start);
     extra = std::min(extra, static_cast<int>(left_ms / per_run_ms));
     if (extra <= 0) break;

@@ -80,11 +80,14 @@ TEST(GemmGpu, EveryConfigOnASubset) {
 TEST(GemmGpu, EveryTileShapeOnLargeM) {
   REQUIRE_GPU();
   for (const auto& shape : sm80_kernel_shapes())
-    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+    for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
       KernelConfig c = shape;
       c.lut = lut;
       c.split_k = 0;
-      expect_passes(problem(1000, 1040, 1280, 4, 128, DType::bf16), c);
+      const Problem p = problem(1000, 1040, 1280, 4, 128, DType::bf16);
+      // the 64 KB table of lutsmem256 leaves too little room for some _occN shapes (checked in config_test)
+      if (lut == LutPlacement::shared_wide && !config_invalid_reason(c, p, current_device_info()).empty()) continue;
+      expect_passes(p, c);
     }
 }
 

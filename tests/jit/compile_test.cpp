@@ -246,7 +246,8 @@ TEST(PtxasReport, ParsesEveryEntry) {
       "ptxas info    : Compiling entry function 'kern2' for 'sm_80'\n"
       "ptxas info    : Function properties for kern2\n"
       "ptxas         .     256 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
-      "ptxas info    : Used 30 registers, used 0 barriers, 256 bytes cumulative stack size, 360 bytes cmem[0]\n"
+      "ptxas info    : Used 30 registers, used 1 barriers, 1152 bytes smem, 256 bytes cumulative stack size, "
+      "360 bytes cmem[0]\n"
       "ptxas info    : Compile time = 7.621 ms\n"
       "ptxas info    : Function properties for _Z6helperf\n"
       "ptxas         .     512 bytes stack frame, 640 bytes spill stores, 640 bytes spill loads\n"
@@ -260,11 +261,13 @@ TEST(PtxasReport, ParsesEveryEntry) {
   EXPECT_EQ(kern.stack_frame_bytes, 0);
   EXPECT_EQ(kern.spill_store_bytes, 0);
   EXPECT_EQ(kern.spill_load_bytes, 0);
+  EXPECT_EQ(kern.static_shared_bytes, 0);
   const KernelResources kern2 = parse_ptxas_report(log, "kern2");
   EXPECT_EQ(kern2.registers, 30);
   EXPECT_EQ(kern2.stack_frame_bytes, 256);
   EXPECT_EQ(kern2.spill_store_bytes, 8);
   EXPECT_EQ(kern2.spill_load_bytes, 12);
+  EXPECT_EQ(kern2.static_shared_bytes, 1152);
   // The largest over the entries; the helper is no entry and is left out.
   const KernelResources any = parse_ptxas_report(log);
   EXPECT_EQ(any.registers, 30);
@@ -274,6 +277,7 @@ TEST(PtxasReport, ParsesEveryEntry) {
   const KernelResources missing = parse_ptxas_report(log, "_Z6helperf");
   EXPECT_EQ(missing.registers, -1);
   EXPECT_EQ(missing.stack_frame_bytes, -1);
+  EXPECT_EQ(missing.static_shared_bytes, -1);
   const KernelResources none = parse_ptxas_report("");
   EXPECT_EQ(none.registers, -1);
   EXPECT_EQ(none.spill_store_bytes, -1);

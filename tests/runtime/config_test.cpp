@@ -24,7 +24,7 @@ int group_for(int64_t k) { return k % 128 == 0 ? 128 : (k % 64 == 0 ? 64 : stati
 TEST(KernelConfig, NameRoundTrips) {
   for (const auto& shape : sm80_kernel_shapes()) {
     for (int split : {0, 1, 3, 16}) {
-      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::registers}) {
+      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
         for (bool wreg : {false, true}) {
           for (int min_blocks : {1, shape.min_blocks, 4}) {
             KernelConfig c = shape;
@@ -115,6 +115,14 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   EXPECT_EQ(config_invalid_reason(occ3, problem(1, 8192, 8192), dev), "");
   EXPECT_EQ(resident_blocks_per_sm(occ3, problem(1, 8192, 8192), dev), 3);
   EXPECT_NE(config_invalid_reason(occ3, problem(1, 8192, 8192), described_a100()).find("_occ3 needs 3 blocks"), std::string::npos);
+  // 256-byte pair-table rows need a byte-sized pair index: 4-bit codes only; the 64 KB table counts
+  KernelConfig wide = KernelConfig::parse("sm80_n128_m8_k128_s4_w4x1_skauto_lutsmem256");
+  EXPECT_EQ(config_invalid_reason(wide, problem(1, 8192, 8192), dev), "");
+  EXPECT_EQ(resident_blocks_per_sm(wide, problem(1, 8192, 8192), dev), 2);
+  EXPECT_NE(config_invalid_reason(wide, problem(1, 8192, 8192, 3), dev).find("4-bit"), std::string::npos);
+  KernelConfig wide_occ3 = occ3;
+  wide_occ3.lut = LutPlacement::shared_wide;
+  EXPECT_NE(config_invalid_reason(wide_occ3, problem(1, 8192, 8192), dev).find("_occ3 needs 3 blocks"), std::string::npos);
   KernelConfig occ8 = occ3;
   occ8.min_blocks = 8;
   EXPECT_NE(config_invalid_reason(occ8, problem(1, 8192, 8192), dev).find("shared memory on one SM"), std::string::npos);

@@ -77,9 +77,10 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   }
   __threadfence();  // make the slot visible device-wide before the counter says so
   __syncthreads();
-  __shared__ int last;
-  if (tid == 0) last = atomicAdd(p.tile_counters + tile_id, 1u) == static_cast<uint32_t>(p.splits - 1);
-  __syncthreads();
+  // Whether this block arrived last, told to every thread by the barrier itself (a __shared__ flag would
+  // add 128 bytes of static shared memory: enough to cost a block its place where two fill an SM exactly).
+  const bool last = __syncthreads_or(tid == 0 && atomicAdd(p.tile_counters + tile_id, 1u) ==
+                                                     static_cast<uint32_t>(p.splits - 1));
   if (!last) return;
   __threadfence();
   store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {

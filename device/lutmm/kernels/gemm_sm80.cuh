@@ -31,12 +31,19 @@ namespace lutmm {
 
 template <class K>
 LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
-  extern __shared__ __align__(128) uint8_t smem[];  // the pipeline stages (later the epilogue tile)
-  using SharedLut = lut::SharedPairLut<K::kBits>;
+  // [256-byte-row pair table][the pipeline stages (later the epilogue tile)]
+  extern __shared__ __align__(128) uint8_t smem[];
+  using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
   using RegLut = lut::RegisterLut<K::kBits>;
-  // The pair table is static shared memory: its address is a link-time constant, so each lookup is one
-  // LDS with an immediate base (see lut/code_index.cuh: pair_offset).
-  __shared__ __align__(16) uint32_t pair_table[K::kSharedLut ? SharedLut::kWords : 1];
+  // A 128-byte-row pair table is static shared memory. Either way its address is a link-time constant, so
+  // each lookup is one LDS with an immediate base (see lut/code_index.cuh: pair_offset). Declared only when
+  // used: even a one-word placeholder costs a block its place where two blocks fill an SM exactly
+  // (128 x 64 tiles with the 64 KB table: 1.3x slower, docs/NOTES.md v1.7).
+  uint32_t* pair_table = reinterpret_cast<uint32_t*>(smem);
+  if constexpr (K::kLutRowBytes == 128) {
+    __shared__ __align__(16) uint32_t static_pair_table[SharedLut::kWords];
+    pair_table = static_pair_table;
+  }
   constexpr bool kScaleInAcc = K::kFragsM <= 2;
   // k tiles of W prefetched into L2 beyond the stages. The register path (kWInRegisters) keeps only one k
   // tile in flight per warp and needs it (1x8192x28672: 52 -> 41 us with 4); the cp.async stages keep
@@ -53,7 +60,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it only computes addresses, starts L2 prefetches of
   // its first W tiles (a prefetch reads nothing into the program) and clears shared memory.
-  uint8_t* stages = smem;
+  uint8_t* stages = smem + K::kDynamicLutBytes;
   const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
   for (int d = 0; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(stages);

@@ -16,32 +16,36 @@ LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n
          + sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2;  // scales
 }
 LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { return tile_m * (tile_n + 4) * 4; }
-LUTMM_HOST_DEVICE constexpr int sm80_lut_bytes(int bits, bool shared_lut) {
-  return shared_lut ? (1 << (2 * bits)) * 32 * 4 : 0;
-}
-// Dynamic shared memory (the launch asks for this); the pair table is static shared memory on top of it.
+// The pair table (lut/lut_dequant.cuh): 2^(2b) rows of lut_row_bytes (0: the table lives in registers).
+// 128-byte rows are static shared memory; 256-byte rows (4-bit only, 64 KB: over the 48 KB static limit)
+// sit at the start of the dynamic shared memory, before the stages.
+LUTMM_HOST_DEVICE constexpr int sm80_lut_bytes(int bits, int lut_row_bytes) { return (1 << (2 * bits)) * lut_row_bytes; }
+// Dynamic shared memory (the launch asks for this).
 LUTMM_HOST_DEVICE constexpr int sm80_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
-                                                          int stages, bool w_in_registers = false) {
+                                                          int stages, int lut_row_bytes, bool w_in_registers = false) {
   const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k, w_in_registers);
   const int epi = sm80_epilogue_bytes(tile_n, tile_m);
-  return pipe > epi ? pipe : epi;
+  return (lut_row_bytes == 256 ? sm80_lut_bytes(bits, lut_row_bytes) : 0) + (pipe > epi ? pipe : epi);
 }
 // All shared memory of a block (static + dynamic): what must fit the GPU's per-block limit.
 LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
-                                                  bool shared_lut, bool w_in_registers = false) {
-  return sm80_lut_bytes(bits, shared_lut) +
-         sm80_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages, w_in_registers);
+                                                  int lut_row_bytes, bool w_in_registers = false) {
+  return (lut_row_bytes == 128 ? sm80_lut_bytes(bits, lut_row_bytes) : 0) +
+         sm80_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages, lut_row_bytes, w_in_registers);
 }
 
 // kGroup = 0 means one scale per row (group_size == K).
 // kWInRegisters: each warp loads its W strips global -> registers one k tile ahead instead of through the
 // shared-memory stages (saves the shared-memory write and read of every W byte).
+// kLutRowBytes: 0 = table in registers, 128 or 256 = pair table in shared memory with rows that long.
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kWarpsM_, bool kSharedLut_, bool kWInRegisters_ = false>
+          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false>
 struct Sm80Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_;
-  static constexpr bool kBf16 = kBf16_, kSharedLut = kSharedLut_, kWInRegisters = kWInRegisters_;
+  static constexpr bool kBf16 = kBf16_, kWInRegisters = kWInRegisters_;
+  static constexpr int kLutRowBytes = kLutRowBytes_;
+  static constexpr bool kSharedLut = kLutRowBytes != 0;
 
   static constexpr int kThreads = 32 * kWarpsN * kWarpsM;
   static constexpr int kWarpTileN = kTileN / kWarpsN, kFragsN = kWarpTileN / 16;
@@ -52,11 +56,12 @@ struct Sm80Kernel {
   static constexpr int kXBytes = kTileM * kTileK * 2;
   static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
   static constexpr int kStageBytes = sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kWInRegisters);
-  static constexpr int kLutBytes = sm80_lut_bytes(kBits, kSharedLut);
+  static constexpr int kLutBytes = sm80_lut_bytes(kBits, kLutRowBytes);
+  static constexpr int kDynamicLutBytes = kLutRowBytes == 256 ? kLutBytes : 0;  // before the stages
   static constexpr int kSharedBytes =
-      sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kSharedLut, kWInRegisters);
+      sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes, kWInRegisters);
   static constexpr int kDynamicSharedBytes =
-      sm80_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kWInRegisters);
+      sm80_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes, kWInRegisters);
   static constexpr int kEpilogueLd = kTileN + 4;  // floats; +4 keeps the fragment stores conflict-free
 
   static_assert(kBits >= 2 && kBits <= 4, "2, 3 or 4-bit codes");
@@ -66,6 +71,8 @@ struct Sm80Kernel {
   static_assert(kGroup == 0 || kGroup % 16 == 0, "a k16 slice never straddles two groups");
   static_assert(kGroup == 0 || kGroup <= kTileK || kGroup % kTileK == 0, "a stage never straddles two groups");
   static_assert(kStages >= 2, "double buffering at least");
+  static_assert(kLutRowBytes == 0 || kLutRowBytes == 128 || (kLutRowBytes == 256 && kBits == 4),
+                "pair-table rows of 128 bytes, or 256 for 4-bit codes");
   static_assert(kWBytes % 16 == 0 && kXBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");
 };
 

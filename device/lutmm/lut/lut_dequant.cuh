@@ -5,8 +5,10 @@
 //
 //  SharedPairLut: a table of all 2^(2b) code pairs, each entry the two 16-bit values of one register, so
 //    one shared-memory load dequantizes two weights. It is stored 32 times, interleaved so that copy c sits
-//    in bank c: entry e of lane l is word e * 32 + l, and a warp's 32 random lookups never conflict.
-//    Size 2^(2b) * 128 bytes: 32 KB for b = 4, 8 KB for b = 3, 2 KB for b = 2.
+//    in bank c: entry e of lane l is at byte e * kRowBytes + l * 4, and a warp's 32 random lookups never
+//    conflict. With 128-byte rows (2, 3 and 4 bits: 2, 8 and 32 KB) the address of a pair takes a shift and
+//    a mask of the packed word (two instructions); with 256-byte rows (4 bits, 64 KB, the second half of
+//    every row unused) it is one byte permute: the pair's byte becomes bits 8..15 and lane * 4 bits 0..7.
 //
 //  RegisterLut: the 2^b values live in registers as byte planes (lo[j] holds the low bytes of entries
 //    4j..4j+3, hi[j] the high bytes), and prmt does four 3-bit-indexed byte selects at once. 16 entries take
@@ -28,31 +30,42 @@ LUTMM_DEVICE uint32_t table_entry_of_lane(const uint16_t* table, int lane) {
   return lane < (1 << kBits) ? static_cast<uint32_t>(__ldg(table + lane)) : 0u;
 }
 
-template <int kBits>
+template <int kBits, int kRowBytes = 128>
 struct SharedPairLut {
   static constexpr int kEntries = 1 << (2 * kBits);
   static constexpr int kCopies = 32;
-  static constexpr int kWords = kEntries * kCopies;
+  static constexpr int kRowWords = kRowBytes / 4;
+  static constexpr int kWords = kEntries * kRowWords;
   static constexpr int kBytes = kWords * 4;
+  static_assert(kRowBytes == 128 || (kRowBytes == 256 && kBits == 4), "256-byte rows need byte-aligned pair indices");
 
-  const uint8_t* table_bytes;  // a static __shared__ array of kWords words, so loads take an immediate base
+  const uint8_t* table_bytes;  // a __shared__ array at a link-time address, so loads take an immediate base
   uint32_t lane4;              // lane * 4: this lane's copy
 
   // Every thread of the block takes part (the thread count is a multiple of 32, so each warp's entry
   // index i / 32 is uniform and the shuffles below are broadcasts); the caller synchronises afterwards.
   LUTMM_DEVICE static void build(uint32_t* smem, const uint16_t* table, int tid, int threads) {
     const uint32_t entry = table_entry_of_lane<kBits>(table, tid & 31);
-    for (int i = tid; i < kWords; i += threads) {
+    for (int i = tid; i < kEntries * kCopies; i += threads) {
       uint32_t c0, c1;
       layout::pair_codes(kBits, static_cast<uint32_t>(i / kCopies), c0, c1);
-      smem[i] = __shfl_sync(0xffffffffu, entry, c0) | (__shfl_sync(0xffffffffu, entry, c1) << 16);
+      smem[(i / kCopies) * kRowWords + i % kCopies] =
+          __shfl_sync(0xffffffffu, entry, c0) | (__shfl_sync(0xffffffffu, entry, c1) << 16);
     }
   }
 
   LUTMM_DEVICE void slice(const uint32_t* w, int s, uint32_t (&a)[4]) const {
 #pragma unroll
-    for (int p = 0; p < 4; ++p)
-      a[p] = *reinterpret_cast<const uint32_t*>(table_bytes + pair_offset<kBits>(w, s, p, lane4));
+    for (int p = 0; p < 4; ++p) {
+      uint32_t offset;
+      if constexpr (kRowBytes == 256) {
+        // bytes of the address: [lane4, pair byte p of w[s], 0, 0] (lane4 < 128: its bytes 1..3 are 0)
+        offset = ptx::prmt(w[s], lane4, 0x5504u | (static_cast<uint32_t>(p) << 4));
+      } else {
+        offset = pair_offset<kBits>(w, s, p, lane4);
+      }
+      a[p] = *reinterpret_cast<const uint32_t*>(table_bytes + offset);
+    }
   }
 };
 

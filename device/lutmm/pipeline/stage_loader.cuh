@@ -6,9 +6,11 @@
 //        the eight rows an ldmatrix reads land in eight different bank groups                          ]
 //   [ scales: kScaleRows rows of tile_n values (the groups this k tile touches)                        ]
 // Each thread's copies sit at fixed places of the tile, so their addresses are computed once and each k
-// tile only adds a stride (the address arithmetic would otherwise rival the dequantization in
-// instructions). Rows of x past M are never copied (zeroed once instead); columns past K are zero-filled
-// by the copy itself (src-size 0); strips past the padded N are zero-filled (codes 0, scale 0: weight 0).
+// tile only adds one offset (the address arithmetic would otherwise rival the dequantization in
+// instructions: ~110 of a decode k tile's 640 instructions before, docs/NOTES.md v1.7). Rows of x past M
+// are never copied (zeroed once instead); columns past K are zero-filled by the copy itself (src-size 0).
+// Strips past the padded N (the last tile of an N that the tile does not divide) copy the last real strip
+// again: their rows are never stored, and an always-valid source needs no predicate in the main loop.
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/layout/packed_layout.cuh"
 #include "lutmm/ptx/memory.cuh"
@@ -42,15 +44,13 @@ struct StageLoader {
 
   const GemmParams& p;
   int tid, rows;  // rows: x rows of this tile below M
-  // W: source at k tile 0, destination offset, whether the strip exists
-  const uint32_t* w_src[kWIters];
-  bool w_valid[kWIters];
+  // W: this thread's source at k tile 0 (always a real strip, see above)
+  const uint8_t* w_src[kWIters];
   // x: source row start at k = 0 (null when this thread has no chunk), chunk column, destination offset
   const uint16_t* x_src[kXIters];
   int x_col[kXIters], x_dst[kXIters];
-  // scales: source for group row 0
+  // scales: source for group row 0 (clamped to the last real column block like W)
   const uint16_t* s_src[kSIters];
-  bool s_valid[kSIters];
   // W prefetch: this thread's line at k tile 0 (null when it has none)
   const uint8_t* prefetch_src[kPrefetchIters];
 
@@ -61,9 +61,9 @@ struct StageLoader {
     for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {  // W in registers: the kernel loads it
       const int i = tid + j * K::kThreads;
       const int strip = i / kChunksPerStrip, c = i % kChunksPerStrip;
-      const int atom_row = n0 / 16 + strip;
-      w_valid[j] = i < kWChunks && atom_row * 16 < p.n_padded;
-      w_src[j] = w_valid[j] ? p.packed + static_cast<int64_t>(atom_row) * k_atoms * kWordsPerAtom + c * 4 : p.packed;
+      const int last_row = p.n_padded / 16 - 1;
+      const int atom_row = n0 / 16 + strip < last_row ? n0 / 16 + strip : last_row;
+      w_src[j] = reinterpret_cast<const uint8_t*>(p.packed + static_cast<int64_t>(atom_row) * k_atoms * kWordsPerAtom + c * 4);
     }
 #pragma unroll
     for (int j = 0; j < kPrefetchIters; ++j) {
@@ -86,9 +86,8 @@ struct StageLoader {
     for (int j = 0; j < kSIters; ++j) {
       const int i = tid + j * K::kThreads;
       const int r = i / kScaleChunksPerRow, c = i % kScaleChunksPerRow;
-      const int n = n0 + c * 8;
-      s_valid[j] = i < K::kScaleRows * kScaleChunksPerRow && n < p.n_padded;
-      s_src[j] = s_valid[j] ? p.scales + static_cast<int64_t>(r) * p.n_padded + n : p.scales;
+      const int n = n0 + c * 8 < p.n_padded ? n0 + c * 8 : p.n_padded - 8;
+      s_src[j] = p.scales + static_cast<int64_t>(r) * p.n_padded + n;
     }
   }
 
@@ -110,32 +109,28 @@ struct StageLoader {
       if (prefetch_src[j] != nullptr) ptx::prefetch_l2_line(prefetch_src[j] + static_cast<int64_t>(kt) * kStripTileBytes);
   }
 
+  // One shared address for the stage; every copy's destination is it plus a compile-time offset.
   LUTMM_DEVICE void load(uint8_t* stage, int kt) const {
-    uint8_t* ws = w_smem(stage);
+    const uint32_t stage_addr = ptx::smem_addr(stage);
+    const int64_t w_step = static_cast<int64_t>(kt) * kStripTileBytes;
 #pragma unroll
     for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {
-      if (kWChunks % K::kThreads == 0 || tid + j * K::kThreads < kWChunks) {
-        const uint32_t* src = w_valid[j] ? w_src[j] + static_cast<int64_t>(kt) * (K::kAtomsK * kWordsPerAtom) : w_src[j];
-        ptx::cp_async_16(ws + (tid + j * K::kThreads) * 16, src, w_valid[j]);
-      }
+      if (kWChunks % K::kThreads == 0 || tid + j * K::kThreads < kWChunks)
+        ptx::cp_async_16(stage_addr + (tid + j * K::kThreads) * 16, w_src[j] + w_step);
     }
-    uint8_t* xs = x_smem(stage);
     const int k0 = kt * K::kTileK;
 #pragma unroll
     for (int j = 0; j < kXIters; ++j) {
       if (x_src[j] != nullptr) {
         const bool valid = k0 + x_col[j] < p.k;
-        ptx::cp_async_16(xs + x_dst[j], valid ? x_src[j] + k0 : p.x, valid);
+        ptx::cp_async_16(stage_addr + K::kWBytes + x_dst[j], valid ? x_src[j] + k0 : p.x, valid);
       }
     }
-    uint16_t* ss = scale_smem(stage);
     const int64_t srow0 = K::kGroup == 0 ? 0 : k0 / K::kGroup;
 #pragma unroll
     for (int j = 0; j < kSIters; ++j) {
-      if (tid + j * K::kThreads < K::kScaleRows * kScaleChunksPerRow) {
-        const uint16_t* src = s_valid[j] ? s_src[j] + srow0 * p.n_padded : s_src[j];
-        ptx::cp_async_16(ss + (tid + j * K::kThreads) * 8, src, s_valid[j]);
-      }
+      if (tid + j * K::kThreads < K::kScaleRows * kScaleChunksPerRow)
+        ptx::cp_async_16(stage_addr + K::kWBytes + K::kXBytes + (tid + j * K::kThreads) * 16, s_src[j] + srow0 * p.n_padded);
     }
   }
 };

@@ -14,6 +14,14 @@ LUTMM_DEVICE void cp_async_16(void* smem, const void* gmem, bool valid) {
                "r"(valid ? 16 : 0));
 }
 
+// The same at a shared-memory address (ptx::smem_addr), always copying 16 bytes.
+LUTMM_DEVICE void cp_async_16(uint32_t smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
+}
+LUTMM_DEVICE void cp_async_16(uint32_t smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(valid ? 16 : 0));
+}
+
 LUTMM_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 template <int kPending>
