@@ -7,6 +7,7 @@
 #include "described_gpus.hpp"
 #include "lutmm/config.hpp"
 #include "lutmm/error.hpp"
+#include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "lutmm/shapes.hpp"
 #include "runtime/kernel_shapes.hpp"
 
@@ -120,6 +121,16 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   EXPECT_EQ(config_invalid_reason(wide, problem(1, 8192, 8192), dev), "");
   EXPECT_EQ(resident_blocks_per_sm(wide, problem(1, 8192, 8192), dev), 2);
   EXPECT_NE(config_invalid_reason(wide, problem(1, 8192, 8192, 3), dev).find("4-bit"), std::string::npos);
+  // x and the scales of all three 256-deep stages fit the table's free row halves: a stage is W alone
+  // (16 KB), so two blocks of 64 + 48 KB share an H200 SM
+  KernelConfig deep = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1_skauto_lutsmem256");
+  EXPECT_TRUE(sm80_io_in_holes(4, 128, 128, 8, 256, 3, 256));
+  EXPECT_EQ(sm80_shared_bytes(4, 128, 128, 8, 256, 3, 256), (64 + 48) * 1024);
+  EXPECT_EQ(resident_blocks_per_sm(deep, problem(1, 8192, 8192), dev), 2);
+  // 80-row x tiles of three 64-deep stages take 246 of the 256 holes; 128-row ones do not fit
+  EXPECT_TRUE(sm80_io_in_holes(4, 128, 128, 80, 64, 3, 256));
+  EXPECT_FALSE(sm80_io_in_holes(4, 128, 128, 128, 64, 3, 256));
+  EXPECT_FALSE(sm80_io_in_holes(4, 128, 128, 8, 256, 3, 128));
   KernelConfig wide_occ3 = occ3;
   wide_occ3.lut = LutPlacement::shared_wide;
   EXPECT_NE(config_invalid_reason(wide_occ3, problem(1, 8192, 8192), dev).find("_occ3 needs 3 blocks"), std::string::npos);

@@ -60,15 +60,15 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it only computes addresses, starts L2 prefetches of
   // its first W tiles (a prefetch reads nothing into the program) and clears shared memory.
-  uint8_t* stages = smem + K::kDynamicLutBytes;
+  using Layout = pipeline::StageLayout<K>;
   const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
   for (int d = 0; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
-  loader.zero_x_tail(stages);
+  loader.zero_x_tail(smem);
   ptx::grid_dependency_wait();
   // Prologue: fill kStages - 1 stages. One commit per stage, even when empty, keeps the wait count exact.
 #pragma unroll
   for (int s = 0; s < K::kStages - 1; ++s) {
-    if (s < num_kt) loader.load(stages + s * K::kStageBytes, work.kt_begin + s);
+    if (s < num_kt) loader.load(smem, s, work.kt_begin + s);
     ptx::cp_async_commit();
   }
 
@@ -131,7 +131,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     ptx::cp_async_wait<K::kStages - 2>();
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
     const int next = it + K::kStages - 1;
-    if (next < num_kt) loader.load(stages + (next % K::kStages) * K::kStageBytes, work.kt_begin + next);
+    if (next < num_kt) loader.load(smem, next % K::kStages, work.kt_begin + next);
     ptx::cp_async_commit();
     if (kL2Ahead > 0 && next + kL2Ahead < num_kt) loader.prefetch_w(work.kt_begin + next + kL2Ahead);
 
@@ -139,10 +139,11 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if constexpr (K::kWInRegisters) {
       if (it + 1 < num_kt) load_w(w_next, kt + 1);  // in flight while this tile computes
     }
-    uint8_t* stage = stages + (it % K::kStages) * K::kStageBytes;
-    const uint32_t* ws = reinterpret_cast<const uint32_t*>(pipeline::StageLoader<K>::w_smem(stage));
-    const uint8_t* xs = pipeline::StageLoader<K>::x_smem(stage);
-    const uint16_t* ss = pipeline::StageLoader<K>::scale_smem(stage);
+    const int stage = it % K::kStages;
+    const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, stage));
+    const uint8_t* xs = Layout::x(smem, stage);
+    const uint8_t* ss = Layout::scales(smem, stage);
+    auto scale = [&](int e) { return *reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e)); };
     // Groups longer than a k tile (and one scale per row) start and end at tile boundaries.
     const bool long_group_starts = it == 0 || (kGroup > K::kTileK && (kt * K::kTileK) % kGroup == 0);
     const bool long_group_ends =
@@ -164,7 +165,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
         uint32_t r[4];
-        ptx::ldmatrix_x4(r, xs + (x_row + fm * 8) * (K::kTileK * 2) + (((2 * t) ^ x_chunk_key) << 4));
+        ptx::ldmatrix_x4(r, xs + Layout::x_even_chunk(x_row + fm * 8, 2 * t, x_chunk_key));
         b[fm][0] = r[0];
         b[fm][1] = r[1];
         b[fm + 1][0] = r[2];
@@ -173,7 +174,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
       if constexpr (K::kFragsM % 2 == 1) {
         constexpr int fm = K::kFragsM - 1;
         uint32_t r[2];
-        ptx::ldmatrix_x2(r, xs + (x_row_x2 + fm * 8) * (K::kTileK * 2) + (((2 * t) ^ x_chunk_key) << 4));
+        ptx::ldmatrix_x2(r, xs + Layout::x_even_chunk(x_row_x2 + fm * 8, 2 * t, x_chunk_key));
         b[fm][0] = r[0];
         b[fm][1] = r[1];
       }
@@ -214,8 +215,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
           for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(part[fn][fm], a, b[fm]);
           if (group_end) {  // fold the group: rows g (c0, c1) and g + 8 (c2, c3) have their own scale
-            const float lo = mma::to_float<K::kBf16>(ss[grow * K::kTileN + strip * 16 + g]);
-            const float hi = mma::to_float<K::kBf16>(ss[grow * K::kTileN + strip * 16 + g + 8]);
+            const float lo = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g));
+            const float hi = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g + 8));
 #pragma unroll
             for (int fm = 0; fm < K::kFragsM; ++fm) {
               acc[fn][fm][0] += part[fn][fm][0] * lo;
@@ -226,8 +227,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
           }
         } else {
           if (t == 0 || (kShortGroups && group_start)) {  // the scale of rows g and g + 8, as pairs
-            const uint32_t lo = ss[grow * K::kTileN + strip * 16 + g];
-            const uint32_t hi = ss[grow * K::kTileN + strip * 16 + g + 8];
+            const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
+            const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
             scale_lo[fn] = lo | (lo << 16);
             scale_hi[fn] = hi | (hi << 16);
           }
@@ -256,7 +257,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   ptx::cp_async_wait<0>();
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
 
-  float* tile = reinterpret_cast<float*>(stages);
+  float* tile = reinterpret_cast<float*>(Layout::stage(smem, 0));
   epilogue::stage_accumulators<K>(tile, acc, warp_n, warp_m, lane);
   __syncthreads();
   if (p.cluster_splits) {

@@ -8,22 +8,39 @@ namespace lutmm {
 LUTMM_HOST_DEVICE constexpr int sm80_scale_rows_per_stage(int group, int tile_k) {
   return group == 0 ? 1 : (tile_k >= group ? tile_k / group : 1);
 }
-// w_in_registers: W goes global -> registers directly and takes no room in the stages.
-LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
-                                                 bool w_in_registers = false) {
-  return (w_in_registers ? 0 : tile_n * tile_k * bits / 8)         // packed W
-         + tile_m * tile_k * 2                                     // x
-         + sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2;  // scales
-}
-LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { return tile_m * (tile_n + 4) * 4; }
 // The pair table (lut/lut_dequant.cuh): 2^(2b) rows of lut_row_bytes (0: the table lives in registers).
 // 128-byte rows are static shared memory; 256-byte rows (4-bit only, 64 KB: over the 48 KB static limit)
 // sit at the start of the dynamic shared memory, before the stages.
 LUTMM_HOST_DEVICE constexpr int sm80_lut_bytes(int bits, int lut_row_bytes) { return (1 << (2 * bits)) * lut_row_bytes; }
+
+// The second half of every 256-byte table row is free: 256 "holes" of 128 bytes (32 KB). Where the x tiles
+// and scales of all stages fit into them, they live there and a stage in the stage area holds W alone
+// (pipeline/stage_loader.cuh lays them out). That is what lets two blocks with the 64 KB table and three
+// 256-deep stages share an SM (decode, 128 x 8 x 256 tiles: 113 KB a block instead of 125).
+LUTMM_HOST_DEVICE constexpr int sm80_x_holes(int tile_m, int tile_k) { return tile_m * tile_k * 2 / 128; }
+LUTMM_HOST_DEVICE constexpr int sm80_scale_holes(int group, int tile_n, int tile_k) {
+  return (sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2 + 127) / 128;
+}
+LUTMM_HOST_DEVICE constexpr bool sm80_io_in_holes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
+                                                  int lut_row_bytes) {
+  return lut_row_bytes == 256 &&
+         stages * (sm80_x_holes(tile_m, tile_k) + sm80_scale_holes(group, tile_n, tile_k)) <= (1 << (2 * bits));
+}
+
+// Bytes of one stage in the stage area. w_in_registers: W goes global -> registers directly and takes no
+// room in the stages; io_in_holes: x and the scales live in the table's holes.
+LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
+                                                 bool w_in_registers = false, bool io_in_holes = false) {
+  return (w_in_registers ? 0 : tile_n * tile_k * bits / 8)                            // packed W
+         + (io_in_holes ? 0 : tile_m * tile_k * 2)                                    // x
+         + (io_in_holes ? 0 : sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2);  // scales
+}
+LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { return tile_m * (tile_n + 4) * 4; }
 // Dynamic shared memory (the launch asks for this).
 LUTMM_HOST_DEVICE constexpr int sm80_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
                                                           int stages, int lut_row_bytes, bool w_in_registers = false) {
-  const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k, w_in_registers);
+  const bool holes = sm80_io_in_holes(bits, group, tile_n, tile_m, tile_k, stages, lut_row_bytes);
+  const int pipe = stages * sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k, w_in_registers, holes);
   const int epi = sm80_epilogue_bytes(tile_n, tile_m);
   return (lut_row_bytes == 256 ? sm80_lut_bytes(bits, lut_row_bytes) : 0) + (pipe > epi ? pipe : epi);
 }
@@ -55,7 +72,11 @@ struct Sm80Kernel {
   static constexpr int kWBytes = kWInRegisters ? 0 : kTileN * kTileK * kBits / 8;  // W bytes in a stage
   static constexpr int kXBytes = kTileM * kTileK * 2;
   static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
-  static constexpr int kStageBytes = sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kWInRegisters);
+  static constexpr bool kIoInHoles = sm80_io_in_holes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes_);
+  static constexpr int kXHoles = sm80_x_holes(kTileM, kTileK);
+  static constexpr int kHolesPerStage = kXHoles + sm80_scale_holes(kGroup, kTileN, kTileK);
+  static constexpr int kStageBytes =
+      sm80_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kWInRegisters, kIoInHoles);
   static constexpr int kLutBytes = sm80_lut_bytes(kBits, kLutRowBytes);
   static constexpr int kDynamicLutBytes = kLutRowBytes == 256 ? kLutBytes : 0;  // before the stages
   static constexpr int kSharedBytes =

@@ -1,10 +1,16 @@
 #pragma once
 // One pipeline stage = the packed W, x and scales a block needs for one k tile, moved global -> shared
-// with cp.async (16-byte copies, no registers involved). Shared layout of a stage:
+// with cp.async (16-byte copies, no registers involved). Dynamic shared memory:
+//   [ the 256-byte-row pair table, if the kernel has one ][ stage 0 ][ stage 1 ] ... (StageLayout)
+// and a stage:
 //   [ W: tile_n / 16 strips, each kAtomsK atoms of 32 lanes x b words, exactly as in global memory ]
 //   [ x: tile_m rows of tile_k values; the 16-byte chunk c of row r is stored at chunk c ^ (r % 8), so
 //        the eight rows an ldmatrix reads land in eight different bank groups                          ]
 //   [ scales: kScaleRows rows of tile_n values (the groups this k tile touches)                        ]
+// With a 256-byte-row table whose free row halves ("holes", 128 bytes each) hold every stage's x and
+// scales (K::kIoInHoles, kernels/gemm_sm80_config.cuh), a stage is W alone and stage s's x and scales
+// take holes s * kHolesPerStage onwards: x row r in holes r * (tile_k / 64) ..., 8 chunks per hole (the
+// same chunk swizzle), then the scales, 64 values per hole.
 // Each thread's copies sit at fixed places of the tile, so their addresses are computed once and each k
 // tile only adds one offset (the address arithmetic would otherwise rival the dequantization in
 // instructions: ~110 of a decode k tile's 640 instructions before, docs/NOTES.md v1.7). Rows of x past M
@@ -18,7 +24,39 @@
 namespace lutmm::pipeline {
 
 template <class K>
+struct StageLayout {
+  static constexpr int kHoleStride = 256, kHoleStart = 128;  // hole h: bytes [h * 256 + 128, h * 256 + 256)
+  static constexpr int kHolesPerXRow = K::kTileK / 64;
+
+  LUTMM_DEVICE static uint8_t* stage(uint8_t* smem, int s) { return smem + K::kDynamicLutBytes + s * K::kStageBytes; }
+  LUTMM_DEVICE static uint8_t* w(uint8_t* smem, int s) { return stage(smem, s); }
+  LUTMM_DEVICE static uint8_t* x(uint8_t* smem, int s) {
+    return K::kIoInHoles ? smem + kHoleStart + s * K::kHolesPerStage * kHoleStride : stage(smem, s) + K::kWBytes;
+  }
+  LUTMM_DEVICE static uint8_t* scales(uint8_t* smem, int s) {
+    return K::kIoInHoles ? smem + kHoleStart + (s * K::kHolesPerStage + K::kXHoles) * kHoleStride
+                         : stage(smem, s) + K::kWBytes + K::kXBytes;
+  }
+  // Offset from x() of the swizzled 16-byte chunk `chunk` of row `row` (chunk ^ (row % 8) in the row).
+  LUTMM_HOST_DEVICE static int x_offset(int row, int chunk) { return x_row_chunk(row, chunk ^ (row & 7)); }
+  // The same with the swizzle done by the caller: chunk = even + key, even a multiple of 2 known at
+  // compile time in the unrolled loop and key < 8, so the hole of the chunk is even / 8, no arithmetic.
+  LUTMM_HOST_DEVICE static int x_row_chunk(int row, int swizzled_chunk) {
+    return K::kIoInHoles ? (row * kHolesPerXRow + (swizzled_chunk >> 3)) * kHoleStride + ((swizzled_chunk & 7) << 4)
+                         : row * (K::kTileK * 2) + (swizzled_chunk << 4);
+  }
+  LUTMM_HOST_DEVICE static int x_even_chunk(int row, int even, int key) {
+    return K::kIoInHoles ? (row * kHolesPerXRow + (even >> 3)) * kHoleStride + (((even & 7) ^ key) << 4)
+                         : row * (K::kTileK * 2) + ((even ^ key) << 4);
+  }
+  // Offset from scales() of 16-byte chunk i, and of value e.
+  LUTMM_HOST_DEVICE static int scale_chunk(int i) { return K::kIoInHoles ? (i >> 3) * kHoleStride + ((i & 7) << 4) : i << 4; }
+  LUTMM_HOST_DEVICE static int scale_value(int e) { return K::kIoInHoles ? (e >> 6) * kHoleStride + ((e & 63) << 1) : e << 1; }
+};
+
+template <class K>
 struct StageLoader {
+  using Layout = StageLayout<K>;
   static constexpr int kWordsPerAtom = layout::words_per_atom(K::kBits);
   static constexpr int kChunksPerStrip = K::kAtomsK * kWordsPerAtom / 4;
   static constexpr int kWChunks = (K::kTileN / 16) * kChunksPerStrip;
@@ -33,14 +71,6 @@ struct StageLoader {
   static constexpr int kLinesPerStrip = kStripTileBytes / 128;
   static constexpr int kLines = (K::kTileN / 16) * kLinesPerStrip;
   static constexpr int kPrefetchIters = dev::ceil_div(kLines, K::kThreads);
-
-  LUTMM_DEVICE static uint8_t* w_smem(uint8_t* stage) { return stage; }
-  LUTMM_DEVICE static uint8_t* x_smem(uint8_t* stage) { return stage + K::kWBytes; }
-  LUTMM_DEVICE static uint16_t* scale_smem(uint8_t* stage) {
-    return reinterpret_cast<uint16_t*>(stage + K::kWBytes + K::kXBytes);
-  }
-  // Byte offset of 16-byte chunk `chunk` of x row `row` inside the x area.
-  LUTMM_DEVICE static int x_offset(int row, int chunk) { return row * (K::kTileK * 2) + ((chunk ^ (row & 7)) << 4); }
 
   const GemmParams& p;
   int tid, rows;  // rows: x rows of this tile below M
@@ -79,7 +109,7 @@ struct StageLoader {
       const int i = tid + j * K::kThreads;
       const int r = i / kXChunksPerRow, c = i % kXChunksPerRow;
       x_col[j] = c * 8;
-      x_dst[j] = x_offset(r, c);
+      x_dst[j] = Layout::x_offset(r, c);
       x_src[j] = r < rows ? p.x + static_cast<int64_t>(m0 + r) * p.k + c * 8 : nullptr;
     }
 #pragma unroll
@@ -93,12 +123,12 @@ struct StageLoader {
 
   // Zeroes the x rows past M in every stage once, so a decode step (M = 1) issues no copies for them.
   // Ordinary stores: the first barrier of the main loop orders them before any ldmatrix.
-  LUTMM_DEVICE void zero_x_tail(uint8_t* stages) const {
-    constexpr int kRowBytes = K::kTileK * 2;
+  LUTMM_DEVICE void zero_x_tail(uint8_t* smem) const {
     for (int s = 0; s < K::kStages; ++s) {
-      uint8_t* xs = x_smem(stages + s * K::kStageBytes);
-      for (int i = rows * kRowBytes / 16 + tid; i < K::kTileM * kRowBytes / 16; i += K::kThreads)
-        *reinterpret_cast<dev::uint4_t*>(xs + i * 16) = dev::uint4_t{0u, 0u, 0u, 0u};
+      uint8_t* xs = Layout::x(smem, s);
+      for (int i = rows * kXChunksPerRow + tid; i < K::kTileM * kXChunksPerRow; i += K::kThreads)
+        *reinterpret_cast<dev::uint4_t*>(xs + Layout::x_offset(i / kXChunksPerRow, i % kXChunksPerRow)) =
+            dev::uint4_t{0u, 0u, 0u, 0u};
     }
   }
 
@@ -109,9 +139,10 @@ struct StageLoader {
       if (prefetch_src[j] != nullptr) ptx::prefetch_l2_line(prefetch_src[j] + static_cast<int64_t>(kt) * kStripTileBytes);
   }
 
-  // One shared address for the stage; every copy's destination is it plus a compile-time offset.
-  LUTMM_DEVICE void load(uint8_t* stage, int kt) const {
-    const uint32_t stage_addr = ptx::smem_addr(stage);
+  // Stage s <- k tile kt. One shared address per area; every copy's destination is it plus an offset
+  // computed once (x) or known at compile time (W, scales).
+  LUTMM_DEVICE void load(uint8_t* smem, int s, int kt) const {
+    const uint32_t stage_addr = ptx::smem_addr(Layout::w(smem, s));
     const int64_t w_step = static_cast<int64_t>(kt) * kStripTileBytes;
 #pragma unroll
     for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {
@@ -119,18 +150,19 @@ struct StageLoader {
         ptx::cp_async_16(stage_addr + (tid + j * K::kThreads) * 16, w_src[j] + w_step);
     }
     const int k0 = kt * K::kTileK;
+    const uint32_t x_addr = ptx::smem_addr(Layout::x(smem, s)), scale_addr = ptx::smem_addr(Layout::scales(smem, s));
 #pragma unroll
     for (int j = 0; j < kXIters; ++j) {
       if (x_src[j] != nullptr) {
         const bool valid = k0 + x_col[j] < p.k;
-        ptx::cp_async_16(stage_addr + K::kWBytes + x_dst[j], valid ? x_src[j] + k0 : p.x, valid);
+        ptx::cp_async_16(x_addr + x_dst[j], valid ? x_src[j] + k0 : p.x, valid);
       }
     }
     const int64_t srow0 = K::kGroup == 0 ? 0 : k0 / K::kGroup;
 #pragma unroll
     for (int j = 0; j < kSIters; ++j) {
       if (tid + j * K::kThreads < K::kScaleRows * kScaleChunksPerRow)
-        ptx::cp_async_16(stage_addr + K::kWBytes + K::kXBytes + (tid + j * K::kThreads) * 16, s_src[j] + srow0 * p.n_padded);
+        ptx::cp_async_16(scale_addr + Layout::scale_chunk(tid + j * K::kThreads), s_src[j] + srow0 * p.n_padded);
     }
   }
 };
