@@ -145,8 +145,9 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     //    16 MB or more (filling every resident slot over-split: 1 x 4096 x 4096 ran 1.2x slower with 11
     //    splits than with 4), each split keeping at least 256 of K (2 x 1280 x 320 ran 1.2x faster unsplit);
     //  * otherwise fill the resident slots, each split keeping at least two k tiles (8- and 16-column tiles)
-    //    or eight (wider, compute-bound tiles: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran 1.1-1.2x faster
-    //    unsplit than split to fill the slots).
+    //    or eight and 1024 of K (wider, compute-bound tiles: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran
+    //    1.1-1.2x faster unsplit than split to fill the slots, 1024 x 640 x 2560 on 128 x 80 tiles 1.45x
+    //    faster in two splits than in four).
     const int64_t tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
     int64_t target;
     int max_splits;
@@ -158,7 +159,7 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
       splits = static_cast<int>((target + tiles / 2) / tiles);  // rounded: 72 tiles on 132 SMs -> 2
     } else {
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
-      const int min_k_tiles = c.tile_m <= 16 ? 2 : 8;
+      const int min_k_tiles = c.tile_m <= 16 ? 2 : std::max(8, 1024 / c.tile_k);
       max_splits = k_tiles >= 2 * min_k_tiles ? k_tiles / min_k_tiles : 1;
       splits = static_cast<int>(target / tiles);
     }

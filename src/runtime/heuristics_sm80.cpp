@@ -1,6 +1,7 @@
 // The sm80 family's built-in choice, used when nothing was measured (and to rank candidates).
 // Small M is memory-bound: narrow tiles along M and split-K to put about two blocks on every SM.
 // Large M is compute-bound: big tiles, so one dequantized fragment feeds many MMAs.
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <span>
@@ -17,6 +18,7 @@ namespace {
 struct TileChoice {
   int tile_n, tile_m, tile_k, warps_n;
   int warps_m = 0;  // 0: any (the first listed shape that matches)
+  int stages = 0;   // 0: any
 };
 
 // split_k 0: resolved by the one-wave rule (resolve_split_k); otherwise that count.
@@ -29,7 +31,7 @@ std::optional<KernelConfig> first_valid(const Problem& p, const DeviceInfo& dev,
   for (const TileChoice& t : choices) {
     for (const auto& s : sm80_kernel_shapes()) {
       if (s.tile_n != t.tile_n || s.tile_m != t.tile_m || s.tile_k != t.tile_k || s.warps_n != t.warps_n) continue;
-      if (t.warps_m != 0 && s.warps_m != t.warps_m) continue;
+      if ((t.warps_m != 0 && s.warps_m != t.warps_m) || (t.stages != 0 && s.stages != t.stages)) continue;
       for (LutPlacement lut : placements) {
         KernelConfig c = s;
         c.lut = lut;
@@ -75,7 +77,12 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 4> decode8_wide{
       {{128, 8, 256, 4}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> decode16{{{128, 16, 128, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
+  // 4-bit decode on weights over 16M values: two 256-deep stages and the 256-byte-row table
+  static constexpr std::array<TileChoice, 4> decode8_b4{
+      {{128, 8, 256, 4, 1, 2}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> medium{{{128, 32, 128, 4}, {128, 64, 64, 4, 2}, {64, 64, 64, 2}}};
+  static constexpr std::array<TileChoice, 3> medium64_mid{{{64, 64, 128, 4, 1}, {128, 64, 64, 4, 1}, {128, 32, 128, 4}}};
+  static constexpr std::array<TileChoice, 3> small_w32{{{64, 32, 128, 4}, {64, 16, 256, 4}, {64, 16, 128, 4}}};
   static constexpr std::array<TileChoice, 4> medium64{
       {{128, 64, 64, 4, 1}, {64, 64, 128, 4, 1}, {128, 32, 128, 4}, {128, 64, 64, 4, 2}}};
   // one warp row: each warp's strips meet all 80 (64) columns of the tile
@@ -93,28 +100,42 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   const int64_t sms = dev.sm_count;
   const int64_t big_tiles = tile_count(p, 128, 128);
   const bool few_big_tiles = 8 * big_tiles <= 3 * sms;
-  // Large M: 80-column tiles dequantize once for the most columns; 64 where 80 would pad M by 5% more.
+  // Large M: 80-column tiles dequantize once for the most columns (they won the small-weight diffusion
+  // layers); 64 (four stages) on larger weights unless that pads M more, or where 80 pads M by 5% more.
   const int64_t pad80 = (p.m + 79) / 80 * 80 - p.m, pad64 = (p.m + 63) / 64 * 64 - p.m;
-  const std::span<const TileChoice> large =
-      pad80 > pad64 + p.m / 20 ? std::span<const TileChoice>(large64) : std::span<const TileChoice>(large80);
+  const bool use64 = pad80 > pad64 + p.m / 20 || (!small_weight && pad64 <= pad80);
+  const std::span<const TileChoice> large = use64 ? std::span<const TileChoice>(large64) : std::span<const TileChoice>(large80);
   // The 4-bit pair table with 256-byte rows (one instruction per lookup) where the weight is not small.
   const LutPlacement big_m_lut = small_weight ? LutPlacement::registers
                                               : (p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared);
   std::span<const TileChoice> prefs;
   LutPlacement lut = LutPlacement::shared;
+  const bool mid_weight = p.n * p.k <= 16ll * 1024 * 1024;
   if (small_weight && p.m <= 128) {
-    prefs = p.m > 8 ? std::span<const TileChoice>(small_w16)
+    prefs = p.m > 8 ? (p.m > 32 && p.k >= 1024 && p.k <= 2048 ? std::span<const TileChoice>(small_w32)
+                                                                : std::span<const TileChoice>(small_w16))
                     : (p.k <= 256 ? std::span<const TileChoice>(small_w8_k256) : std::span<const TileChoice>(small_w8));
     lut = LutPlacement::registers;
   } else if (p.m <= 8) {
-    prefs = wide ? std::span<const TileChoice>(decode8_wide)
-                 : (p.n * p.k <= 16ll * 1024 * 1024 ? std::span<const TileChoice>(decode8_mid) : std::span<const TileChoice>(decode8));
+    if (p.bits == 4 && !mid_weight) {
+      prefs = decode8_b4;
+      lut = LutPlacement::shared_wide;
+    } else {
+      prefs = wide ? std::span<const TileChoice>(decode8_wide)
+                   : (mid_weight ? std::span<const TileChoice>(decode8_mid) : std::span<const TileChoice>(decode8));
+    }
   } else if (p.m <= 16) {
     prefs = decode16;
   } else if (p.m > 32 && p.m <= 64) {
-    prefs = medium64;
-  } else if (p.m <= 64) {
+    prefs = mid_weight ? std::span<const TileChoice>(medium64_mid) : std::span<const TileChoice>(medium64);
+    if (mid_weight) lut = LutPlacement::registers;
+  } else if (p.m <= 64 || (p.m < 512 && 10 * std::min(pad64, pad80) > p.m && tile_count(p, 128, 80) < sms)) {
+    // (and M up to 511 that 64- and 80-column tiles would pad by over 10% where 128 x 80 tiles would leave
+    // SMs idle: 333 x 1536 x 1536 ran 1.3x faster on 128 x 32 tiles; there the strips are dequantized many
+    // times, and the register table, ALU-heavy, ran 1.56x slower than the 256-byte-row one even on this
+    // small weight)
     prefs = medium;
+    if (p.m > 64) lut = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
   } else if (few_big_tiles && p.k <= 1536) {
     // Unsplit; the widest tile that still gives about a block per SM: 128 x 80, 64 x 80, then 64-row
     // tiles of 32, 16 or 8 columns.
@@ -126,10 +147,14 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     prefs = large;
     lut = big_m_lut;
   } else {
+    // 64-row tiles where 128 would leave part of a tile empty (N % 128) or give under a third of a block
+    // per SM (4096 x 320 x 1280: 1.65x, 300 x 1152 x 4096: 1.58x faster measured)
+    const bool narrow_n = p.n % 128 != 0 || 3 * tile_count(p, 128, 80) < sms;
+    lut = big_m_lut;
+    if (!use64 && narrow_n) {  // (their 128-deep k tiles need K % 128 == 0; else the wide tiles)
+      if (auto c = first_valid(p, dev, narrow80, lut)) return *c;
+    }
     prefs = large;
-    // 128 x 64 tiles (k64, 4 stages) with the 64 KB table fill an SM's shared memory to the byte with two
-    // blocks (1.3x slower when 128 bytes more pushed one off, docs/NOTES.md v1.7): the 32 KB table there
-    lut = prefs.data() == large64.data() && big_m_lut == LutPlacement::shared_wide ? LutPlacement::shared : big_m_lut;
   }
   if (auto c = first_valid(p, dev, prefs, lut)) return *c;
   // Nothing preferred fits (an unusual K or a GPU with little shared memory): any valid shape.

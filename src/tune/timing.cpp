@@ -26,6 +26,8 @@ namespace {
 constexpr size_t kPatternBytes = 64 * 1024;
 constexpr int64_t kMinRotationBytes = 16ll << 20;  // when the L2 size is unknown or tiny
 constexpr size_t kFreeMemoryMargin = 64ull << 20;   // left to the rest of the process
+constexpr int kBatchCalls = 4;           // calls per timed run of a short kernel (see time())
+constexpr float kBatchBelowUs = 100.0f;  // "short": the probe call took less
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -293,7 +295,7 @@ void TimingSession::grow_workspace(const std::vector<KernelConfig>& configs) {
 
 std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
   if (runs < 1) throw_argument_error("runs", ">= 1", std::to_string(runs));
-  while (events_.size() < 2 * static_cast<size_t>(runs)) {
+  while (events_.size() < 2 * static_cast<size_t>(runs) + 2) {
     cudaEvent_t e = nullptr;
     check_cuda(cudaEventCreate(&e), "cudaEventCreate");
     events_.push_back(e);
@@ -308,30 +310,46 @@ std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
     next_copy_ = (next_copy_ + 1) % copies_;
     return w;
   };
-  // The cover: while the GPU writes a scratch buffer of twice the L2 (~50 us on an H200), the host queues an
-  // untimed warm-up run and the timed runs behind it, so the timed runs follow each other with no launch
-  // gap and the events time the kernels alone. The warm-up absorbs the write-back of the cover's dirty lines.
-  try {
+  // The cover: while the GPU writes a scratch buffer of twice the L2 (~50 us on an H200), the host queues
+  // what follows, so the timed calls follow each other with no launch gap and the events time the kernels
+  // alone. An untimed call after the cover absorbs the write-back of its dirty lines.
+  auto cover = [&] {
     check_cuda(cudaMemsetAsync(cover_.ptr, 0, cover_.bytes, stream_), "cudaMemsetAsync(cover)");
     gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
+  };
+  const size_t first = 2 * static_cast<size_t>(runs);  // the probe's two events
+  try {
+    // A probe call sizes the batches: a run of a short kernel is kBatchCalls calls back to back between
+    // its two events, as a model's layers run (on sm_90+ each call then overlaps the previous one's tail
+    // through programmatic dependent launch, which an event between the calls would prevent). Timed one
+    // at a time, some decode configs ranked first that ran 1.3x slower in a chain (1 x 8192 x 8192:
+    // 19.8 us against 15.3 for the config the chain favours; docs/NOTES.md v1.7).
+    cover();
+    check_cuda(cudaEventRecord(events_[first], stream_), "cudaEventRecord");
+    gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
+    check_cuda(cudaEventRecord(events_[first + 1], stream_), "cudaEventRecord");
+    check_cuda(cudaStreamSynchronize(stream_), ("the probe run of " + c.name()).c_str());
+    float probe_ms = 0;
+    check_cuda(cudaEventElapsedTime(&probe_ms, events_[first], events_[first + 1]), "cudaEventElapsedTime");
+    const int batch = probe_ms * 1000.0f < kBatchBelowUs ? kBatchCalls : 1;
+    cover();
     for (int r = 0; r < runs; ++r) {
-      const WeightView w = next_weight();
       check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
-      gemm(x_.ptr, p_.m, w, nullptr, out_.ptr, o);
+      for (int b = 0; b < batch; ++b) gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
       check_cuda(cudaEventRecord(events_[2 * r + 1], stream_), "cudaEventRecord");
     }
+    check_cuda(cudaStreamSynchronize(stream_), ("the tuning runs of " + c.name()).c_str());
+    std::vector<double> us;
+    for (int r = 0; r < runs; ++r) {
+      float ms = 0;
+      check_cuda(cudaEventElapsedTime(&ms, events_[2 * r], events_[2 * r + 1]), "cudaEventElapsedTime");
+      us.push_back(static_cast<double>(ms) * 1000.0 / batch);
+    }
+    return us;
   } catch (...) {
     cudaStreamSynchronize(stream_);
     throw;
   }
-  check_cuda(cudaStreamSynchronize(stream_), ("the tuning runs of " + c.name()).c_str());
-  std::vector<double> us;
-  for (int r = 0; r < runs; ++r) {
-    float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, events_[2 * r], events_[2 * r + 1]), "cudaEventElapsedTime");
-    us.push_back(static_cast<double>(ms) * 1000.0);
-  }
-  return us;
 }
 
 }  // namespace lutmm::tuning_detail

@@ -56,8 +56,9 @@ class TimingSession {
   // Grows gemm()'s split-K workspace of the private stream to what `configs` need, with untimed runs, so
   // no timed run allocates.
   void grow_workspace(const std::vector<KernelConfig>& configs);
-  // `runs` runs of c, each on the next weight copy (CUDA events around the kernel only), microseconds
-  // each. Throws Error when gemm() refuses c or a run fails.
+  // `runs` runs of c (CUDA events around the kernels only), microseconds per call each: a run is one call,
+  // or for a kernel under 100 us four calls back to back, each on the next weight copy. Throws Error when
+  // gemm() refuses c or a run fails.
   std::vector<double> time(const KernelConfig& c, int runs);
   const Problem& problem() const { return p_; }
 
