@@ -37,8 +37,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   using RegLut = lut::RegisterLut<K::kBits>;
   // A 128-byte-row pair table is static shared memory. Either way its address is a link-time constant, so
   // each lookup is one LDS with an immediate base (see lut/code_index.cuh: pair_offset). Declared only when
-  // used: even a one-word placeholder costs a block its place where two blocks fill an SM exactly
-  // (128 x 64 tiles with the 64 KB table: 1.3x slower, docs/NOTES.md v1.7).
+  // used: two blocks of 128 x 64 tiles with the 64 KB table fill an H200 SM to the byte, and any static
+  // shared memory beyond the table leaves room for one (the epilogue's 128-byte flag did: 1.3x slower,
+  // docs/NOTES.md v1.7).
   uint32_t* pair_table = reinterpret_cast<uint32_t*>(smem);
   if constexpr (K::kLutRowBytes == 128) {
     __shared__ __align__(16) uint32_t static_pair_table[SharedLut::kWords];

@@ -72,7 +72,7 @@ struct Sm80Kernel {
   static constexpr int kWBytes = kWInRegisters ? 0 : kTileN * kTileK * kBits / 8;  // W bytes in a stage
   static constexpr int kXBytes = kTileM * kTileK * 2;
   static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
-  static constexpr bool kIoInHoles = sm80_io_in_holes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes_);
+  static constexpr bool kIoInHoles = sm80_io_in_holes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes);
   static constexpr int kXHoles = sm80_x_holes(kTileM, kTileK);
   static constexpr int kHolesPerStage = kXHoles + sm80_scale_holes(kGroup, kTileN, kTileK);
   static constexpr int kStageBytes =

@@ -37,14 +37,15 @@ struct StageLayout {
     return K::kIoInHoles ? smem + kHoleStart + (s * K::kHolesPerStage + K::kXHoles) * kHoleStride
                          : stage(smem, s) + K::kWBytes + K::kXBytes;
   }
-  // Offset from x() of the swizzled 16-byte chunk `chunk` of row `row` (chunk ^ (row % 8) in the row).
+  // Offset from x() of 16-byte chunk `chunk` of row `row`, stored at chunk ^ (row % 8) of the row.
   LUTMM_HOST_DEVICE static int x_offset(int row, int chunk) { return x_row_chunk(row, chunk ^ (row & 7)); }
-  // The same with the swizzle done by the caller: chunk = even + key, even a multiple of 2 known at
-  // compile time in the unrolled loop and key < 8, so the hole of the chunk is even / 8, no arithmetic.
+  // The same for a chunk already swizzled.
   LUTMM_HOST_DEVICE static int x_row_chunk(int row, int swizzled_chunk) {
     return K::kIoInHoles ? (row * kHolesPerXRow + (swizzled_chunk >> 3)) * kHoleStride + ((swizzled_chunk & 7) << 4)
                          : row * (K::kTileK * 2) + (swizzled_chunk << 4);
   }
+  // The same for swizzled chunk even ^ key, where even is a multiple of 2 known at compile time in
+  // the unrolled main loop and key = (row % 8) ^ (0 or 1) < 8: the hole is even / 8 with no arithmetic.
   LUTMM_HOST_DEVICE static int x_even_chunk(int row, int even, int key) {
     return K::kIoInHoles ? (row * kHolesPerXRow + (even >> 3)) * kHoleStride + (((even & 7) ^ key) << 4)
                          : row * (K::kTileK * 2) + ((even ^ key) << 4);
