@@ -46,6 +46,39 @@ TEST(Heuristic, NeverPicksAnInvalidConfigForAnyShapeOnTheDescribedGpus) {
   EXPECT_GT(checked, 1000);
 }
 
+// Choices the H200 measurements of session 3 settled (docs/TUNING.md, docs/NOTES.md v1.7): each was the
+// tuned best, or the heuristic's pick there was measured well behind it.
+TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
+  const DeviceInfo dev = described_h200();
+  auto pick = [&](int64_t m, int64_t n, int64_t k, int bits = 4, int group = 128) {
+    return heuristic_config(make_problem(m, n, k, bits, group, DType::bf16), dev);
+  };
+  // 4-bit decode on large weights: two 256-deep stages and the 256-byte-row table (1.3-1.4x over k128)
+  for (const int64_t m : {1, 4, 8}) {
+    const KernelConfig c = pick(m, 8192, 28672);
+    EXPECT_EQ(c.name(), "sm80_n128_m8_k256_s2_w4x1_sk4_lutsmem256") << m;
+  }
+  // ... but not for 3-bit codes, whose pair index is not a byte
+  EXPECT_NE(pick(1, 8192, 28672, 3).lut, LutPlacement::shared_wide);
+  // M = 33..64 on larger weights: one warp row over 64 columns
+  EXPECT_EQ(pick(64, 28672, 8192).name(), "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem");
+  // large M: one warp row; 80 columns on small weights, 64 on large ones (no padding either way at 1024)
+  EXPECT_EQ(pick(1024, 1152, 1152).tile_m, 80);
+  EXPECT_EQ(pick(1024, 4096, 14336).tile_m, 64);
+  EXPECT_EQ(pick(1024, 4096, 14336).lut, LutPlacement::shared_wide);
+  // N that 128 does not divide: 64-row tiles (4096 x 320 x 1280: 1.65x)
+  EXPECT_EQ(pick(4096, 320, 1280).tile_n, 64);
+  // ... and where their 128-deep k tiles do not fit K (K = 320), the wide tiles, never a decode tile
+  // (the first fix of this rule fell through to an 8-column tile: 3.07x slower)
+  const KernelConfig k320 = pick(4096, 320, 320, 4, 64);
+  EXPECT_GE(k320.tile_m, 64) << k320.name();
+  // M = 333 that 64- and 80-column tiles pad by over 10%, on few tiles: 32 columns and the 256-byte table
+  // (the register table ran 1.56x slower there)
+  EXPECT_EQ(pick(333, 1536, 1536).name(), "sm80_n128_m32_k128_s4_w4x1_sk1_lutsmem256");
+  // wide tiles keep 1024 of K per split (1024 x 640 x 2560: two splits 1.45x faster than four)
+  EXPECT_EQ(pick(1024, 640, 2560).split_k, 2);
+}
+
 TEST(RankModel, EveryRankedConfigIsValidDistinctAndEstimated) {
   for (const DeviceInfo& dev : {described_h200(), described_a100()}) {
     for (const char* set : {"diffusion", "llm"}) {
