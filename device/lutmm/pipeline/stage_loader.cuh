@@ -1,16 +1,6 @@
 #pragma once
 // One pipeline stage = the packed W, x and scales a block needs for one k tile, moved global -> shared
-// with cp.async (16-byte copies, no registers involved). Dynamic shared memory:
-//   [ the 256-byte-row pair table, if the kernel has one ][ stage 0 ][ stage 1 ] ... (StageLayout)
-// and a stage:
-//   [ W: tile_n / 16 strips, each kAtomsK atoms of 32 lanes x b words, exactly as in global memory ]
-//   [ x: tile_m rows of tile_k values; the 16-byte chunk c of row r is stored at chunk c ^ (r % 8), so
-//        the eight rows an ldmatrix reads land in eight different bank groups                          ]
-//   [ scales: kScaleRows rows of tile_n values (the groups this k tile touches)                        ]
-// With a 256-byte-row table whose free row halves ("holes", 128 bytes each) hold every stage's x and
-// scales (K::kIoInHoles, kernels/gemm_sm80_config.cuh), a stage is W alone and stage s's x and scales
-// take holes s * kHolesPerStage onwards: x row r in holes r * (tile_k / 64) ..., 8 chunks per hole (the
-// same chunk swizzle), then the scales, 64 values per hole.
+// with cp.async (16-byte copies, no registers involved), to the places pipeline/stage_layout.cuh gives.
 // Each thread's copies sit at fixed places of the tile, so their addresses are computed once and each k
 // tile only adds one offset (the address arithmetic would otherwise rival the dequantization in
 // instructions: ~110 of a decode k tile's 640 instructions before, docs/NOTES.md v1.7). Rows of x past M
@@ -19,41 +9,10 @@
 // again: their rows are never stored, and an always-valid source needs no predicate in the main loop.
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/layout/packed_layout.cuh"
+#include "lutmm/pipeline/stage_layout.cuh"
 #include "lutmm/ptx/memory.cuh"
 
 namespace lutmm::pipeline {
-
-template <class K>
-struct StageLayout {
-  static constexpr int kHoleStride = 256, kHoleStart = 128;  // hole h: bytes [h * 256 + 128, h * 256 + 256)
-  static constexpr int kHolesPerXRow = K::kTileK / 64;
-
-  LUTMM_DEVICE static uint8_t* stage(uint8_t* smem, int s) { return smem + K::kDynamicLutBytes + s * K::kStageBytes; }
-  LUTMM_DEVICE static uint8_t* w(uint8_t* smem, int s) { return stage(smem, s); }
-  LUTMM_DEVICE static uint8_t* x(uint8_t* smem, int s) {
-    return K::kIoInHoles ? smem + kHoleStart + s * K::kHolesPerStage * kHoleStride : stage(smem, s) + K::kWBytes;
-  }
-  LUTMM_DEVICE static uint8_t* scales(uint8_t* smem, int s) {
-    return K::kIoInHoles ? smem + kHoleStart + (s * K::kHolesPerStage + K::kXHoles) * kHoleStride
-                         : stage(smem, s) + K::kWBytes + K::kXBytes;
-  }
-  // Offset from x() of 16-byte chunk `chunk` of row `row`, stored at chunk ^ (row % 8) of the row.
-  LUTMM_HOST_DEVICE static int x_offset(int row, int chunk) { return x_row_chunk(row, chunk ^ (row & 7)); }
-  // The same for a chunk already swizzled.
-  LUTMM_HOST_DEVICE static int x_row_chunk(int row, int swizzled_chunk) {
-    return K::kIoInHoles ? (row * kHolesPerXRow + (swizzled_chunk >> 3)) * kHoleStride + ((swizzled_chunk & 7) << 4)
-                         : row * (K::kTileK * 2) + (swizzled_chunk << 4);
-  }
-  // The same for swizzled chunk even ^ key, where even is a multiple of 2 known at compile time in
-  // the unrolled main loop and key = (row % 8) ^ (0 or 1) < 8: the hole is even / 8 with no arithmetic.
-  LUTMM_HOST_DEVICE static int x_even_chunk(int row, int even, int key) {
-    return K::kIoInHoles ? (row * kHolesPerXRow + (even >> 3)) * kHoleStride + (((even & 7) ^ key) << 4)
-                         : row * (K::kTileK * 2) + ((even ^ key) << 4);
-  }
-  // Offset from scales() of 16-byte chunk i, and of value e.
-  LUTMM_HOST_DEVICE static int scale_chunk(int i) { return K::kIoInHoles ? (i >> 3) * kHoleStride + ((i & 7) << 4) : i << 4; }
-  LUTMM_HOST_DEVICE static int scale_value(int e) { return K::kIoInHoles ? (e >> 6) * kHoleStride + ((e & 63) << 1) : e << 1; }
-};
 
 template <class K>
 struct StageLoader {

@@ -1,0 +1,86 @@
+// The shared-memory layout of the pipeline stages (device/lutmm/pipeline/stage_layout.cuh), checked on the
+// CPU for the kernels that keep x and the scales in the free halves ("holes") of the 256-byte pair-table
+// rows and for ones that do not: every 16-byte chunk has a place of its own, holes stay inside holes (the
+// table's first halves are never touched), the stage area does not overlap the table, the main loop's
+// shortcut for ldmatrix addresses agrees with the general one, values are read where their chunk was
+// copied, and the eight rows one ldmatrix reads sit in eight different 16-byte bank groups.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "lutmm/pipeline/stage_layout.cuh"
+
+namespace lutmm {
+namespace {
+
+template <class K>
+void check_layout(const std::string& what) {
+  using L = pipeline::StageLayout<K>;
+  constexpr int kTableBytes = K::kDynamicLutBytes;  // the 256-byte-row table, or 0
+  constexpr int kXChunksPerRow = K::kTileK / 8;
+  constexpr int kScaleChunks = (K::kScaleRows * K::kTileN * 2 + 15) / 16;
+  std::set<int> taken;
+  // in_holes: where x and the scales go when the kernel keeps them in the holes; W never does
+  auto place = [&](int offset, const char* kind, int s, int i, bool in_holes) {
+    SCOPED_TRACE(what + " " + kind + " stage " + std::to_string(s) + " chunk " + std::to_string(i));
+    EXPECT_EQ(offset % 16, 0);
+    EXPECT_TRUE(taken.insert(offset).second) << "two chunks at byte " << offset;
+    if (in_holes) {
+      EXPECT_GE(offset % 256, 128) << "in the table's half of a row";
+      EXPECT_LE(offset + 16, kTableBytes) << "past the table";
+    } else {
+      EXPECT_GE(offset, kTableBytes) << "inside the table";
+      EXPECT_LE(offset + 16, kTableBytes + K::kStages * K::kStageBytes) << "past the stages";
+    }
+  };
+  for (int s = 0; s < K::kStages; ++s) {
+    EXPECT_GE(L::stage_offset(s), kTableBytes);
+    for (int r = 0; r < K::kTileM; ++r)
+      for (int c = 0; c < kXChunksPerRow; ++c) place(L::x_base(s) + L::x_offset(r, c), "x", s, r * kXChunksPerRow + c, K::kIoInHoles);
+    for (int i = 0; i < kScaleChunks; ++i) place(L::scale_base(s) + L::scale_chunk(i), "scales", s, i, K::kIoInHoles);
+    for (int e = 0; e < K::kScaleRows * K::kTileN; ++e)
+      ASSERT_EQ(L::scale_value(e), L::scale_chunk(e / 8) + (e % 8) * 2) << what << " scale value " << e;
+  }
+  // W of every stage: the stage area, clear of the table and of x and the scales
+  for (int s = 0; s < K::kStages; ++s)
+    for (int b = 0; b < K::kWBytes; b += 16) place(L::stage_offset(s) + b, "W", s, b / 16, false);
+  // ldmatrix: lanes 8j..8j+7 give the rows r0..r0+7 of matrix j, chunk even + (j & 1), stored at
+  // (even + (j & 1)) ^ (row % 8) = even ^ key with key = (j & 1) ^ (row % 8)
+  for (int r0 = 0; r0 < K::kTileM; r0 += 8) {
+    for (int even = 0; even < kXChunksPerRow; even += 2) {
+      for (int half = 0; half < 2; ++half) {
+        std::set<int> bank_groups;
+        for (int r = r0; r < r0 + 8; ++r) {
+          const int key = half ^ (r & 7);
+          const int at = L::x_even_chunk(r, even, key);
+          ASSERT_EQ(at, L::x_offset(r, even + half)) << what << " row " << r << " chunk " << even + half;
+          bank_groups.insert(((L::x_base(0) + at) / 16) % 8);
+        }
+        EXPECT_EQ(bank_groups.size(), 8u) << what << " rows " << r0 << ".. chunk " << even + half;
+      }
+    }
+  }
+}
+
+// (bits, group, bf16, tile N, M, K, stages, warps N, M, table row bytes)
+TEST(StageLayout, EveryChunkHasItsOwnPlaceAndLdmatrixRowsHitDistinctBanks) {
+  // x and scales in the holes: the decode tiles with three and two 256-deep stages, the 80-column tiles
+  check_layout<Sm80Kernel<4, 128, true, 128, 8, 256, 3, 4, 1, 256>>("n128_m8_k256_s3 lutsmem256");
+  check_layout<Sm80Kernel<4, 128, true, 128, 8, 256, 2, 4, 1, 256>>("n128_m8_k256_s2 lutsmem256");
+  check_layout<Sm80Kernel<4, 32, true, 256, 8, 128, 4, 8, 1, 256>>("n256_m8_k128_s4 g32 lutsmem256");
+  check_layout<Sm80Kernel<4, 128, true, 128, 80, 64, 3, 4, 1, 256>>("n128_m80_k64_s3 lutsmem256");
+  check_layout<Sm80Kernel<4, 0, true, 64, 80, 128, 3, 4, 1, 256>>("n64_m80_k128_s3 g=K lutsmem256");
+  static_assert(Sm80Kernel<4, 128, true, 128, 8, 256, 3, 4, 1, 256>::kIoInHoles);
+  static_assert(Sm80Kernel<4, 128, true, 128, 80, 64, 3, 4, 1, 256>::kIoInHoles);
+  // too many holes needed: everything in the stages, after the 64 KB table
+  static_assert(!Sm80Kernel<4, 128, true, 128, 128, 64, 4, 2, 4, 256>::kIoInHoles);
+  check_layout<Sm80Kernel<4, 128, true, 128, 128, 64, 4, 2, 4, 256>>("n128_m128_k64_s4 lutsmem256");
+  // the 128-byte-row table (static shared memory) and the register table: stages from byte 0
+  check_layout<Sm80Kernel<4, 128, true, 128, 8, 256, 3, 4, 1, 128>>("n128_m8_k256_s3 lutsmem");
+  check_layout<Sm80Kernel<3, 64, false, 64, 16, 64, 6, 4, 1, 0>>("n64_m16_k64_s6 b3 lutreg");
+}
+
+}  // namespace
+}  // namespace lutmm
