@@ -9,7 +9,7 @@ struct EmbeddedHeader {
   const char* text;
 };
 
-// Every header under device/, embedded at build time (cmake/embed_device_headers.cmake).
+// Every header under device/, embedded at build time (cmake/embed_files.cmake).
 const std::vector<EmbeddedHeader>& embedded_device_headers();
 
 }  // namespace lutmm::jit

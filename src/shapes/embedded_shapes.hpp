@@ -9,7 +9,7 @@ struct EmbeddedShapeSet {
   const char* text;
 };
 
-// Every data/shapes/*.txt, sorted by name, embedded at build time (cmake/embed_shapes.cmake).
+// Every data/shapes/*.txt, sorted by name, embedded at build time (cmake/embed_files.cmake).
 const std::vector<EmbeddedShapeSet>& embedded_shape_sets();
 
 }  // namespace lutmm::shapes_detail

@@ -9,7 +9,7 @@ struct EmbeddedTuningFile {
   const char* text;
 };
 
-// Every data/tuning/*.json, sorted by name, embedded at build time (cmake/embed_tuning.cmake).
+// Every data/tuning/*.json, sorted by name, embedded at build time (cmake/embed_files.cmake).
 const std::vector<EmbeddedTuningFile>& embedded_tuning_files();
 
 }  // namespace lutmm::tuning_detail
