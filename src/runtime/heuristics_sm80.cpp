@@ -105,9 +105,10 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   const int64_t pad80 = (p.m + 79) / 80 * 80 - p.m, pad64 = (p.m + 63) / 64 * 64 - p.m;
   const bool use64 = pad80 > pad64 + p.m / 20 || (!small_weight && pad64 <= pad80);
   const std::span<const TileChoice> large = use64 ? std::span<const TileChoice>(large64) : std::span<const TileChoice>(large80);
-  // The 4-bit pair table with 256-byte rows (one instruction per lookup) where the weight is not small.
-  const LutPlacement big_m_lut = small_weight ? LutPlacement::registers
-                                              : (p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared);
+  // The pair table in shared memory: with 256-byte rows (one instruction per lookup) for 4-bit codes.
+  const LutPlacement pair_table = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
+  // Large M: that table, or the register table where the weight is small.
+  const LutPlacement big_m_lut = small_weight ? LutPlacement::registers : pair_table;
   std::span<const TileChoice> prefs;
   LutPlacement lut = LutPlacement::shared;
   const bool mid_weight = p.n * p.k <= 16ll * 1024 * 1024;
@@ -135,7 +136,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     // times, and the register table, ALU-heavy, ran 1.56x slower than the 256-byte-row one even on this
     // small weight)
     prefs = medium;
-    if (p.m > 64) lut = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
+    if (p.m > 64) lut = pair_table;
   } else if (few_big_tiles && p.k <= 1536) {
     // Unsplit; the widest tile that still gives about a block per SM: 128 x 80, 64 x 80, then 64-row
     // tiles of 32, 16 or 8 columns.

@@ -32,7 +32,7 @@ struct StageLayout {
                          : stage_offset(s) + K::kWBytes + K::kXBytes;
   }
   LUTMM_HOST_DEVICE static uint8_t* stage(uint8_t* smem, int s) { return smem + stage_offset(s); }
-  LUTMM_HOST_DEVICE static uint8_t* w(uint8_t* smem, int s) { return smem + stage_offset(s); }
+  LUTMM_HOST_DEVICE static uint8_t* w(uint8_t* smem, int s) { return stage(smem, s); }  // W opens the stage
   LUTMM_HOST_DEVICE static uint8_t* x(uint8_t* smem, int s) { return smem + x_base(s); }
   LUTMM_HOST_DEVICE static uint8_t* scales(uint8_t* smem, int s) { return smem + scale_base(s); }
 
