@@ -81,19 +81,28 @@ TEST(Quantize, ShapeTableAndCodeRange) {
   }
 }
 
+// max |table value| as stored, and max |w| over group g of row r of a row-major weight with `cols` columns.
+float table_absmax(const QuantizedWeight& q) {
+  float m = 0;
+  for (int c = 0; c < (1 << q.bits); ++c) m = std::max(m, std::fabs(q.table_value(c)));
+  return m;
+}
+float group_absmax(const std::vector<float>& w, int64_t cols, int64_t r, int64_t g, int group_size) {
+  float m = 0;
+  for (int c = 0; c < group_size; ++c) m = std::max(m, std::fabs(w[r * cols + g * group_size + c]));
+  return m;
+}
+
 // Absmax: scale = absmax / max|table| rounded to the dtype, with the table as stored.
 TEST(Quantize, AbsmaxScale) {
   const std::vector<float> w = gaussian(6, 256, 2, 0.02f);
   for (const Variant& v : variants()) {
     SCOPED_TRACE(describe(v));
     const QuantizedWeight q = quantize(w.data(), 6, 256, opts(v.bits, v.group_size, v.table, v.dtype));
-    float tmax = 0;
-    for (int c = 0; c < (1 << v.bits); ++c) tmax = std::max(tmax, std::fabs(q.table_value(c)));
+    const float tmax = table_absmax(q);
     for (int64_t r = 0; r < q.n; ++r) {
       for (int64_t g = 0; g < q.groups(); ++g) {
-        float absmax = 0;
-        for (int c = 0; c < q.group_size; ++c)
-          absmax = std::max(absmax, std::fabs(w[r * 256 + g * q.group_size + c]));
+        const float absmax = group_absmax(w, 256, r, g, q.group_size);
         EXPECT_EQ(q.scales[r * q.groups() + g],
                   float_to_bits(static_cast<float>(double(absmax) / tmax), v.dtype));
       }
@@ -246,13 +255,10 @@ TEST(Quantize, MseSearchPicksTheGridMinimum) {
     QuantizeOptions o = opts(v.bits, v.group_size, v.table, v.dtype);
     o.scale_search = ScaleSearch::mse;
     QuantizedWeight q = quantize(w.data(), 8, 256, o);
-    float tmax = 0;
-    for (int c = 0; c < (1 << v.bits); ++c) tmax = std::max(tmax, std::fabs(q.table_value(c)));
+    const float tmax = table_absmax(q);
     for (int64_t r = 0; r < q.n; ++r) {
       for (int64_t g = 0; g < q.groups(); ++g) {
-        float absmax = 0;
-        for (int c = 0; c < q.group_size; ++c)
-          absmax = std::max(absmax, std::fabs(w[r * 256 + g * q.group_size + c]));
+        const float absmax = group_absmax(w, 256, r, g, q.group_size);
         const double ratio = double(absmax) / tmax;
         const uint16_t chosen = q.scales[r * q.groups() + g];
         bool on_grid = false;

@@ -83,14 +83,28 @@ std::vector<Case> oracle_cases() {
   return cases;
 }
 
+// A case's random weight, x and bias, drawn from `seed` onwards (three draws).
+struct CaseInputs {
+  QuantizedWeight w;
+  std::vector<uint16_t> x, bias;
+  const uint16_t* bias_or_null(const Case& c) const { return c.bias ? bias.data() : nullptr; }
+};
+CaseInputs case_inputs(const Case& c, uint64_t& seed) {
+  CaseInputs in;
+  in.w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
+  in.x = bench::random_values(c.m * c.k, c.dtype, seed++);
+  in.bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
+  return in;
+}
+
 TEST(ReferenceGemmF64, MatchesNaiveTripleLoop) {
   uint64_t seed = 1234;
   for (const Case& c : oracle_cases()) {
     SCOPED_TRACE(c.str());
-    const QuantizedWeight w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
-    const auto x = bench::random_values(c.m * c.k, c.dtype, seed++);
-    const auto bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
-    const uint16_t* b = c.bias ? bias.data() : nullptr;
+    const CaseInputs in = case_inputs(c, seed);
+    const QuantizedWeight& w = in.w;
+    const auto& x = in.x;
+    const uint16_t* b = in.bias_or_null(c);
     const auto want = naive_gemm(x, c.m, w, b);
     const auto mag = magnitude(x, c.m, w, b);
     // NaN everywhere shows a missed element; the 64 past m*n must stay NaN.
@@ -159,10 +173,10 @@ TEST(CpuGemm, MatchesReferenceOnSmallShapes) {
   uint64_t seed = 99;
   for (const Case& c : oracle_cases()) {
     SCOPED_TRACE(c.str());
-    const QuantizedWeight w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
-    const auto x = bench::random_values(c.m * c.k, c.dtype, seed++);
-    const auto bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
-    const uint16_t* b = c.bias ? bias.data() : nullptr;
+    const CaseInputs in = case_inputs(c, seed);
+    const QuantizedWeight& w = in.w;
+    const auto& x = in.x;
+    const uint16_t* b = in.bias_or_null(c);
     std::vector<double> want(static_cast<size_t>(c.m * c.n));
     reference_gemm_f64(x.data(), c.m, w, b, want.data());
     std::vector<uint16_t> got(want.size() + kGuard, kSentinel);
@@ -182,10 +196,10 @@ TEST(CpuGemm, MatchesReferenceAcrossBlocks) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.str());
-    const QuantizedWeight w = bench::random_quantized_weight(c.n, c.k, c.bits, c.group_size, c.dtype, seed++);
-    const auto x = bench::random_values(c.m * c.k, c.dtype, seed++);
-    const auto bias = bench::random_values(c.n, c.dtype, seed++, 2.0);
-    const uint16_t* b = c.bias ? bias.data() : nullptr;
+    const CaseInputs in = case_inputs(c, seed);
+    const QuantizedWeight& w = in.w;
+    const auto& x = in.x;
+    const uint16_t* b = in.bias_or_null(c);
     std::vector<double> want(static_cast<size_t>(c.m * c.n));
     reference_gemm_f64(x.data(), c.m, w, b, want.data());
     std::vector<uint16_t> got(want.size() + kGuard, kSentinel);
