@@ -103,13 +103,12 @@ TEST(ReferenceGemmF64, MatchesNaiveTripleLoop) {
     SCOPED_TRACE(c.str());
     const CaseInputs in = case_inputs(c, seed);
     const QuantizedWeight& w = in.w;
-    const auto& x = in.x;
     const uint16_t* b = in.bias_or_null(c);
-    const auto want = naive_gemm(x, c.m, w, b);
-    const auto mag = magnitude(x, c.m, w, b);
+    const auto want = naive_gemm(in.x, c.m, w, b);
+    const auto mag = magnitude(in.x, c.m, w, b);
     // NaN everywhere shows a missed element; the 64 past m*n must stay NaN.
     std::vector<double> got(want.size() + 64, std::nan(""));
-    reference_gemm_f64(x.data(), c.m, w, b, got.data());
+    reference_gemm_f64(in.x.data(), c.m, w, b, got.data());
     for (size_t i = want.size(); i < got.size(); ++i) ASSERT_TRUE(std::isnan(got[i])) << "written past the end";
     for (size_t i = 0; i < want.size(); ++i) {
       // Products are exact in double; only the order of the sums differs: K ulps of the magnitude.
@@ -169,19 +168,22 @@ void expect_cpu_gemm_close(const std::vector<uint16_t>& got, const std::vector<d
   EXPECT_LT(relative_frobenius(got, want, dtype), dtype == DType::bf16 ? 1e-2 : 2e-3);
 }
 
+// cpu_gemm on `threads` threads (0: all) against the float64 reference, on a case's random inputs.
+void expect_cpu_gemm_matches_reference(const Case& c, uint64_t& seed, int threads) {
+  const CaseInputs in = case_inputs(c, seed);
+  const uint16_t* b = in.bias_or_null(c);
+  std::vector<double> want(static_cast<size_t>(c.m * c.n));
+  reference_gemm_f64(in.x.data(), c.m, in.w, b, want.data());
+  std::vector<uint16_t> got(want.size() + kGuard, kSentinel);
+  cpu_gemm(in.x.data(), c.m, in.w, b, got.data(), threads);
+  expect_cpu_gemm_close(got, want, magnitude(in.x, c.m, in.w, b), c.k, c.dtype);
+}
+
 TEST(CpuGemm, MatchesReferenceOnSmallShapes) {
   uint64_t seed = 99;
   for (const Case& c : oracle_cases()) {
     SCOPED_TRACE(c.str());
-    const CaseInputs in = case_inputs(c, seed);
-    const QuantizedWeight& w = in.w;
-    const auto& x = in.x;
-    const uint16_t* b = in.bias_or_null(c);
-    std::vector<double> want(static_cast<size_t>(c.m * c.n));
-    reference_gemm_f64(x.data(), c.m, w, b, want.data());
-    std::vector<uint16_t> got(want.size() + kGuard, kSentinel);
-    cpu_gemm(x.data(), c.m, w, b, got.data(), 2);
-    expect_cpu_gemm_close(got, want, magnitude(x, c.m, w, b), c.k, c.dtype);
+    expect_cpu_gemm_matches_reference(c, seed, 2);
   }
 }
 
@@ -196,15 +198,7 @@ TEST(CpuGemm, MatchesReferenceAcrossBlocks) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.str());
-    const CaseInputs in = case_inputs(c, seed);
-    const QuantizedWeight& w = in.w;
-    const auto& x = in.x;
-    const uint16_t* b = in.bias_or_null(c);
-    std::vector<double> want(static_cast<size_t>(c.m * c.n));
-    reference_gemm_f64(x.data(), c.m, w, b, want.data());
-    std::vector<uint16_t> got(want.size() + kGuard, kSentinel);
-    cpu_gemm(x.data(), c.m, w, b, got.data());
-    expect_cpu_gemm_close(got, want, magnitude(x, c.m, w, b), c.k, c.dtype);
+    expect_cpu_gemm_matches_reference(c, seed, 0);
   }
 }
 
