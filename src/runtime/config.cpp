@@ -101,6 +101,12 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     return fmt::format("group {} straddles tile_k {}", group, c.tile_k);
   if (c.lut == LutPlacement::shared_wide && p.bits != 4)
     return fmt::format("lutsmem256 needs 4-bit codes (their pair index is a whole byte), not {}-bit", p.bits);
+  // 128 accumulators a thread (four strips x 64 columns a warp) leave no room for the 8 table registers
+  // of lutreg (4-bit: ptxas spills at 255 registers).
+  const int accumulators = (c.tile_n / c.warps_n / 16) * (c.tile_m / c.warps_m / 8) * 4;
+  if (c.lut == LutPlacement::registers && accumulators >= 128)
+    return fmt::format("lutreg with {} accumulators a thread (a {} x {} warp tile) runs out of registers; use lutsmem",
+                       accumulators, c.tile_n / c.warps_n, c.tile_m / c.warps_m);
   const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut),
                                      c.w_in_registers);
   if (smem > dev.smem_per_block_optin)
@@ -145,7 +151,7 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     //    16 MB or more (filling every resident slot over-split: 1 x 4096 x 4096 ran 1.2x slower with 11
     //    splits than with 4), each split keeping at least 256 of K (2 x 1280 x 320 ran 1.2x faster unsplit);
     //  * otherwise fill the resident slots, each split keeping at least two k tiles (8- and 16-column tiles)
-    //    or eight and 1024 of K (wider, compute-bound tiles: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran
+    //    or eight and 1024 of K (wider, compute-bound tiles at M > 80: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran
     //    1.1-1.2x faster unsplit than split to fill the slots, 1024 x 640 x 2560 on 128 x 80 tiles 1.45x
     //    faster in two splits than in four).
     const int64_t tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
@@ -159,7 +165,9 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
       splits = static_cast<int>((target + tiles / 2) / tiles);  // rounded: 72 tiles on 132 SMs -> 2
     } else {
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
-      const int min_k_tiles = c.tile_m <= 16 ? 2 : std::max(8, 1024 / c.tile_k);
+      // (M <= 80 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x faster in
+      // two and four splits than in one and two)
+      const int min_k_tiles = c.tile_m <= 16 ? 2 : (p.m <= 80 ? std::max(4, 512 / c.tile_k) : std::max(8, 1024 / c.tile_k));
       max_splits = k_tiles >= 2 * min_k_tiles ? k_tiles / min_k_tiles : 1;
       splits = static_cast<int>(target / tiles);
     }

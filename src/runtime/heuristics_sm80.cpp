@@ -65,6 +65,12 @@ int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
 //    with 256-byte rows unless the weight is small: they beat the 128 x 128 tiles with 4 x 2 warps (whose
 //    two warp rows dequantize every strip twice) by 1.05-1.2x on the LLM set and up to 1.8x on the
 //    diffusion set (docs/NOTES.md, v1.7);
+//  * four strips per warp (256-row tiles: one x fragment feeds four dequantized strips) where there are
+//    enough of them, N % 256 == 0 (session 4, docs/NOTES.md v1.8): M = 16 and 17..32 on weights over 100M
+//    values (256 x 16 / 256 x 32: 1.03-1.07x), M > 64 with >= 1.5 tiles of 256 x 64 per SM (2.5 on weights of
+//    up to 8M values) and K >= 512 (with the
+//    128-byte-row table, whose static shared memory leaves room for two blocks: 1.04-1.18x), and the padded
+//    M of the medium rule with a tile of 256 x 32 per SM (333 x 6144 x 1536: 1.69x);
 //  * larger M with few 128 x 128 tiles and short K (the narrow diffusion layers: N = 32..640 at M = 1024
 //    and 4096): the widest tile that still gives about one block per SM, unsplit
 //    (with K this short the split-K round trip costs more than the idle SMs).
@@ -77,6 +83,10 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 4> decode8_wide{
       {{128, 8, 256, 4}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> decode16{{{128, 16, 128, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
+  // four strips per warp
+  static constexpr std::array<TileChoice, 1> strips4_m16{{{256, 16, 128, 4}}};
+  static constexpr std::array<TileChoice, 1> strips4_m32{{{256, 32, 128, 4}}};
+  static constexpr std::array<TileChoice, 1> strips4_m64{{{256, 64, 64, 4}}};
   // 4-bit decode on weights over 16M values: two 256-deep stages and the 256-byte-row table
   static constexpr std::array<TileChoice, 4> decode8_b4{
       {{128, 8, 256, 4, 1, 2}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
@@ -112,6 +122,19 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   std::span<const TileChoice> prefs;
   LutPlacement lut = LutPlacement::shared;
   const bool mid_weight = p.n * p.k <= 16ll * 1024 * 1024;
+  // M up to 511 that 64- and 80-column tiles would pad by over 10%
+  const bool padded_a_lot = p.m < 512 && 10 * std::min(pad64, pad80) > p.m;
+  const bool huge_weight = p.n * p.k > 100ll * 1000 * 1000;
+  const bool n256 = p.n % 256 == 0;
+  if (n256 && p.m > 8 && p.m <= 32 && huge_weight) {
+    if (auto c = first_valid(p, dev, p.m <= 16 ? std::span<const TileChoice>(strips4_m16) : std::span<const TileChoice>(strips4_m32),
+                             p.m <= 16 ? pair_table : LutPlacement::shared))
+      return *c;
+  }
+  // (small weights need more tiles: 1024 x {4608, 5120} x {1152, 640} stayed faster on 128 x 80 tiles)
+  if (n256 && p.m > 64 && p.k >= 512 && tile_count(p, 256, 64) * 2 >= (small_weight ? 5 : 3) * sms) {
+    if (auto c = first_valid(p, dev, strips4_m64, LutPlacement::shared)) return *c;
+  }
   if (small_weight && p.m <= 128) {
     prefs = p.m > 8 ? (p.m > 32 && p.k >= 1024 && p.k <= 2048 ? std::span<const TileChoice>(small_w32)
                                                                 : std::span<const TileChoice>(small_w16))
@@ -129,8 +152,10 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     prefs = decode16;
   } else if (p.m > 32 && p.m <= 64) {
     prefs = mid_weight ? std::span<const TileChoice>(medium64_mid) : std::span<const TileChoice>(medium64);
-    if (mid_weight) lut = LutPlacement::registers;
-  } else if (p.m <= 64 || (p.m < 512 && 10 * std::min(pad64, pad80) > p.m && tile_count(p, 128, 80) < sms)) {
+    lut = mid_weight ? LutPlacement::registers : pair_table;
+  } else if (p.m > 64 && padded_a_lot && n256 && tile_count(p, 256, 32) >= sms) {
+    prefs = strips4_m32;
+  } else if (p.m <= 64 || (padded_a_lot && tile_count(p, 128, 80) < sms)) {
     // (and M up to 511 that 64- and 80-column tiles would pad by over 10% where 128 x 80 tiles would leave
     // SMs idle: 333 x 1536 x 1536 ran 1.3x faster on 128 x 32 tiles; there the strips are dequantized many
     // times, and the register table, ALU-heavy, ran 1.56x slower than the 256-byte-row one even on this

@@ -85,8 +85,9 @@ TEST(GemmGpu, EveryTileShapeOnLargeM) {
       c.lut = lut;
       c.split_k = 0;
       const Problem p = problem(1000, 1040, 1280, 4, 128, DType::bf16);
-      // the 64 KB table of lutsmem256 leaves too little room for some _occN shapes (checked in config_test)
-      if (lut == LutPlacement::shared_wide && !config_invalid_reason(c, p, current_device_info()).empty()) continue;
+      // the 64 KB table of lutsmem256 leaves too little room for some _occN shapes, and lutreg too few
+      // registers for the largest warp tiles (both checked in config_test)
+      if (!config_invalid_reason(c, p, current_device_info()).empty()) continue;
       expect_passes(p, c);
     }
 }

@@ -137,6 +137,11 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   KernelConfig occ8 = occ3;
   occ8.min_blocks = 8;
   EXPECT_NE(config_invalid_reason(occ8, problem(1, 8192, 8192), dev).find("shared memory on one SM"), std::string::npos);
+  // four strips x 64 columns a warp: 128 accumulators a thread, no room for the register table
+  KernelConfig big_warp = KernelConfig::parse("sm80_n256_m64_k64_s3_w4x1_skauto_lutsmem");
+  EXPECT_EQ(config_invalid_reason(big_warp, problem(1024, 8192, 8192), dev), "");
+  big_warp.lut = LutPlacement::registers;
+  EXPECT_NE(config_invalid_reason(big_warp, problem(1024, 8192, 8192), dev).find("registers"), std::string::npos);
 }
 
 // Split-K auto: 8- and 16-column tiles aim at one block per SM (two for weights of 16 MB or more), each

@@ -60,12 +60,20 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   }
   // ... but not for 3-bit codes, whose pair index is not a byte
   EXPECT_NE(pick(1, 8192, 28672, 3).lut, LutPlacement::shared_wide);
-  // M = 33..64 on larger weights: one warp row over 64 columns
-  EXPECT_EQ(pick(64, 28672, 8192).name(), "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem");
-  // large M: one warp row; 80 columns on small weights, 64 on large ones (no padding either way at 1024)
+  // M = 33..64 on larger weights: one warp row over 64 columns, the 256-byte-row table (1.04-1.06x)
+  EXPECT_EQ(pick(64, 28672, 8192).name(), "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem256");
+  // M = 16 and 32 on the largest weights: four strips per warp (1.03-1.07x, session 4)
+  EXPECT_EQ(pick(16, 28672, 8192).name(), "sm80_n256_m16_k128_s3_w4x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(32, 8192, 28672).name(), "sm80_n256_m32_k128_s3_w4x1_sk8_lutsmem");
+  EXPECT_EQ(pick(16, 8192, 8192).tile_n, 128);
+  // large M: one warp row; 80 columns on small weights (no padding either way at 1024) ...
   EXPECT_EQ(pick(1024, 1152, 1152).tile_m, 80);
-  EXPECT_EQ(pick(1024, 4096, 14336).tile_m, 64);
-  EXPECT_EQ(pick(1024, 4096, 14336).lut, LutPlacement::shared_wide);
+  EXPECT_EQ(pick(1024, 5120, 640).tile_m, 80);
+  // ... four strips of 64 columns a warp with the 128-byte-row table where there are 1.5 such tiles per SM
+  // (3 on small weights): 1.04-1.18x over 128 x 64 tiles with the 256-byte-row table
+  EXPECT_EQ(pick(1024, 4096, 14336).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
+  EXPECT_EQ(pick(4096, 1536, 1536).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
+  EXPECT_EQ(pick(256, 8192, 8192).tile_n, 128);
   // N that 128 does not divide: 64-row tiles (4096 x 320 x 1280: 1.65x)
   EXPECT_EQ(pick(4096, 320, 1280).tile_n, 64);
   // ... and where their 128-deep k tiles do not fit K (K = 320), the wide tiles, never a decode tile
@@ -75,6 +83,10 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // M = 333 that 64- and 80-column tiles pad by over 10%, on few tiles: 32 columns and the 256-byte table
   // (the register table ran 1.56x slower there)
   EXPECT_EQ(pick(333, 1536, 1536).name(), "sm80_n128_m32_k128_s4_w4x1_sk1_lutsmem256");
+  // ... and on four strips a warp where there is a 256 x 32 tile per SM (333 x 6144 x 1536: 1.69x)
+  EXPECT_EQ(pick(333, 6144, 1536).name(), "sm80_n256_m32_k128_s3_w4x1_sk1_lutsmem");
+  // M <= 80 on wide tiles splits K down to 512 (64 x 1280 x 1280: two splits 1.24x faster than one)
+  EXPECT_EQ(pick(64, 1280, 1280).split_k, 2);
   // wide tiles keep 1024 of K per split (1024 x 640 x 2560: two splits 1.45x faster than four)
   EXPECT_EQ(pick(1024, 640, 2560).split_k, 2);
 }
