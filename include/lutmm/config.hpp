@@ -41,12 +41,13 @@ struct KernelConfig {
   int stages = 4;
   int warps_n = 4;
   int warps_m = 1;
+  int warps_k = 1;  // warp groups splitting each k tile (name: w{n}x{m}x{k}, the x{k} only when > 1)
   int split_k = 0;  // 0 = automatic
   LutPlacement lut = LutPlacement::shared;
   bool w_in_registers = false;
   int min_blocks = 1;  // _occN: blocks per SM the kernel is compiled to fit
 
-  int threads() const { return 32 * warps_n * warps_m; }
+  int threads() const { return 32 * warps_n * warps_m * warps_k; }
   std::string name() const;
   static KernelConfig parse(std::string_view name);  // throws Error naming 'config'
   bool operator==(const KernelConfig&) const = default;

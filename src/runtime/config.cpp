@@ -18,8 +18,8 @@
 namespace lutmm {
 
 std::string KernelConfig::name() const {
-  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
-                     warps_m, split_k == 0 ? std::string("auto") : std::to_string(split_k),
+  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
+                     warps_m, warps_k > 1 ? fmt::format("x{}", warps_k) : std::string(), split_k == 0 ? std::string("auto") : std::to_string(split_k),
                      lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg"), w_in_registers ? "_wreg" : "",
                      min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string());
 }
@@ -49,7 +49,8 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   std::string_view s = name;
   bool ok = take_int(s, "sm", c.family) && take_int(s, "_n", c.tile_n) && take_int(s, "_m", c.tile_m) &&
             take_int(s, "_k", c.tile_k) && take_int(s, "_s", c.stages) && take_int(s, "_w", c.warps_n) &&
-            take_int(s, "x", c.warps_m) && take(s, "_sk");
+            take_int(s, "x", c.warps_m) && (s.substr(0, 1) != "x" || (take_int(s, "x", c.warps_k) && c.warps_k > 1)) &&
+            take(s, "_sk");
   if (ok) {
     if (take(s, "auto")) {
       c.split_k = 0;
@@ -69,7 +70,7 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   if (c.family != 80) throw_argument_error("config", "kernel family sm80", fmt::format("'{}'", name));
   const bool shape_known = std::any_of(sm80_kernel_shapes().begin(), sm80_kernel_shapes().end(), [&](const auto& k) {
     return k.tile_n == c.tile_n && k.tile_m == c.tile_m && k.tile_k == c.tile_k && k.stages == c.stages &&
-           k.warps_n == c.warps_n && k.warps_m == c.warps_m;
+           k.warps_n == c.warps_n && k.warps_m == c.warps_m && k.warps_k == c.warps_k;
   });
   if (!shape_known)
     throw_argument_error("config", "one of the tile shapes listed by `lutmm configs`", fmt::format("'{}'", name));
@@ -101,6 +102,8 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     return fmt::format("group {} straddles tile_k {}", group, c.tile_k);
   if (c.lut == LutPlacement::shared_wide && p.bits != 4)
     return fmt::format("lutsmem256 needs 4-bit codes (their pair index is a whole byte), not {}-bit", p.bits);
+  if (c.w_in_registers && c.warps_k > 1)
+    return "_wreg loads each warp's W for the whole k tile; it does not combine with warp groups splitting it (w..x..x2)";
   // 128 accumulators a thread (four strips x 64 columns a warp) leave no room for the 8 table registers
   // of lutreg (4-bit: ptxas spills at 255 registers).
   const int accumulators = (c.tile_n / c.warps_n / 16) * (c.tile_m / c.warps_m / 8) * 4;
@@ -165,9 +168,10 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
       splits = static_cast<int>((target + tiles / 2) / tiles);  // rounded: 72 tiles on 132 SMs -> 2
     } else {
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
-      // (M <= 80 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x faster in
-      // two and four splits than in one and two)
-      const int min_k_tiles = c.tile_m <= 16 ? 2 : (p.m <= 80 ? std::max(4, 512 / c.tile_k) : std::max(8, 1024 / c.tile_k));
+      // (M <= 80 and K <= 2048 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x
+      // faster in two and four splits than in one and two; 32 x 4096 x 4096 1.26x slower in eight than four)
+      const bool short_k = p.m <= 80 && p.k <= 2048;
+      const int min_k_tiles = c.tile_m <= 16 ? 2 : (short_k ? std::max(4, 512 / c.tile_k) : std::max(8, 1024 / c.tile_k));
       max_splits = k_tiles >= 2 * min_k_tiles ? k_tiles / min_k_tiles : 1;
       splits = static_cast<int>(target / tiles);
     }

@@ -102,11 +102,11 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
-  int device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, lut_row_bytes, w_in_registers,
-      min_blocks;
+  int device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k, lut_row_bytes,
+      w_in_registers, min_blocks;
   auto tie() const {
-    return std::tie(device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, lut_row_bytes,
-                    w_in_registers, min_blocks);
+    return std::tie(device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
+                    lut_row_bytes, w_in_registers, min_blocks);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -121,7 +121,7 @@ std::map<KernelKey, ReadyKernel> g_kernels;
 
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
   const KernelKey key{dev.index, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
-                      c.tile_k, c.stages, c.warps_n, c.warps_m, lut_row_bytes(c.lut), c.w_in_registers,
+                      c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k, lut_row_bytes(c.lut), c.w_in_registers,
                       c.min_blocks};
   {
     std::lock_guard lock(g_kernel_mutex);

@@ -19,6 +19,7 @@ struct TileChoice {
   int tile_n, tile_m, tile_k, warps_n;
   int warps_m = 0;  // 0: any (the first listed shape that matches)
   int stages = 0;   // 0: any
+  int warps_k = 1;
 };
 
 // split_k 0: resolved by the one-wave rule (resolve_split_k); otherwise that count.
@@ -32,6 +33,7 @@ std::optional<KernelConfig> first_valid(const Problem& p, const DeviceInfo& dev,
     for (const auto& s : sm80_kernel_shapes()) {
       if (s.tile_n != t.tile_n || s.tile_m != t.tile_m || s.tile_k != t.tile_k || s.warps_n != t.warps_n) continue;
       if ((t.warps_m != 0 && s.warps_m != t.warps_m) || (t.stages != 0 && s.stages != t.stages)) continue;
+      if (s.warps_k != t.warps_k) continue;
       for (LutPlacement lut : placements) {
         KernelConfig c = s;
         c.lut = lut;
@@ -71,6 +73,9 @@ int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
 //    up to 8M values) and K >= 512 (with the
 //    128-byte-row table, whose static shared memory leaves room for two blocks: 1.04-1.18x), and the padded
 //    M of the medium rule with a tile of 256 x 32 per SM (333 x 6144 x 1536: 1.69x);
+//  * two warp groups splitting each k tile where the grid is small: 4-bit decode on weights of 8-16M
+//    values (4096 x 4096: 1.12x; 2 x 9216 x 1536: 1.26x) and M = 33..80 on small weights with K > 2048
+//    (64 x 1280 x 5120: 1.35x);
 //  * larger M with few 128 x 128 tiles and short K (the narrow diffusion layers: N = 32..640 at M = 1024
 //    and 4096): the widest tile that still gives about one block per SM, unsplit
 //    (with K this short the split-K round trip costs more than the idle SMs).
@@ -102,6 +107,9 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 3> small_w8{{{64, 8, 128, 4}, {64, 8, 256, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> small_w8_k256{{{64, 8, 256, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> small_w16{{{64, 16, 256, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
+  // two warp groups splitting the k tile: small grids with long K
+  static constexpr std::array<TileChoice, 1> small_w32_long_k{{{64, 32, 128, 4, 1, 4, 2}}};
+  static constexpr std::array<TileChoice, 1> decode8_mid_split{{{128, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 2> narrow32{{{64, 32, 128, 4}, {64, 64, 64, 2}}};
   static constexpr std::array<TileChoice, 3> narrow16{{{64, 16, 128, 4}, {64, 16, 256, 4}, {64, 16, 64, 4}}};
   // Wide N: even 128-row tiles fill the GPU without splitting K, so deeper k tiles pay.
@@ -134,6 +142,12 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // (small weights need more tiles: 1024 x {4608, 5120} x {1152, 640} stayed faster on 128 x 80 tiles)
   if (n256 && p.m > 64 && p.k >= 512 && tile_count(p, 256, 64) * 2 >= (small_weight ? 5 : 3) * sms) {
     if (auto c = first_valid(p, dev, strips4_m64, LutPlacement::shared)) return *c;
+  }
+  if (small_weight && p.m > 32 && p.m <= 80 && p.k > 2048) {
+    if (auto c = first_valid(p, dev, small_w32_long_k, LutPlacement::shared)) return *c;
+  }
+  if (p.bits == 4 && p.m <= 8 && mid_weight && !small_weight) {
+    if (auto c = first_valid(p, dev, decode8_mid_split, LutPlacement::shared_wide)) return *c;
   }
   if (small_weight && p.m <= 128) {
     prefs = p.m > 8 ? (p.m > 32 && p.k >= 1024 && p.k <= 2048 ? std::span<const TileChoice>(small_w32)
@@ -185,7 +199,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   if (auto c = first_valid(p, dev, prefs, lut)) return *c;
   // Nothing preferred fits (an unusual K or a GPU with little shared memory): any valid shape.
   for (const auto& s : sm80_kernel_shapes()) {
-    const TileChoice t{s.tile_n, s.tile_m, s.tile_k, s.warps_n};
+    const TileChoice t{s.tile_n, s.tile_m, s.tile_k, s.warps_n, s.warps_m, s.stages, s.warps_k};
     if (auto c = first_valid(p, dev, std::span<const TileChoice>(&t, 1))) return *c;
   }
   throw_error("no sm80 config fits " + p.str() + " on " + dev.name);

@@ -3,10 +3,10 @@
 namespace lutmm {
 
 const std::vector<KernelConfig>& sm80_kernel_shapes() {
-  auto make = [](int n, int m, int k, int stages, int wn, int wm, int min_blocks = 1) {
+  auto make = [](int n, int m, int k, int stages, int wn, int wm, int min_blocks = 1, int wk = 1) {
     KernelConfig c;
     c.tile_n = n; c.tile_m = m; c.tile_k = k; c.stages = stages; c.warps_n = wn; c.warps_m = wm;
-    c.min_blocks = min_blocks;
+    c.min_blocks = min_blocks; c.warps_k = wk;
     return c;
   };
   static const std::vector<KernelConfig> shapes = {
@@ -31,6 +31,11 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       // four strips per warp at M = 16..64: each x fragment read from shared memory feeds four dequantized
       // strips instead of two (at M = 64 x is ~60% of the shared-memory traffic of two-strip warps)
       make(256, 16, 128, 3, 4, 1), make(256, 32, 128, 3, 4, 1), make(256, 64, 64, 3, 4, 1),
+      // two warp groups splitting each k tile (the last argument): twice the warps on one output tile, for
+      // grids too small to give every scheduler a warp (M = 2..80 diffusion layers, 4096 x 4096 decode)
+      make(64, 8, 256, 3, 4, 1, 1, 2), make(128, 8, 256, 3, 4, 1, 1, 2), make(64, 16, 256, 3, 4, 1, 1, 2),
+      make(256, 16, 128, 3, 4, 1, 1, 2), make(64, 32, 128, 4, 4, 1, 1, 2), make(128, 32, 128, 4, 4, 1, 1, 2),
+      make(256, 32, 128, 3, 4, 1, 1, 2), make(64, 64, 128, 3, 4, 1, 1, 2), make(128, 64, 128, 3, 4, 1, 1, 2),
       // large M: big tiles amortise the dequantization over many MMAs
       // (256 x 128 and 128 x 256 tiles were tried: ptxas spills at 255 registers for some bit widths.)
       make(128, 128, 64, 4, 2, 4), make(128, 128, 64, 3, 4, 2),

@@ -39,14 +39,14 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   return request(kGemmKernelName, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
       "#include \"lutmm/kernels/gemm_sm80.cuh\"\n"
-      "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}, {wreg}>;\n"
+      "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}, {wreg}, {wk}>;\n"
       "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, {min_blocks})\n"
       "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm80<Kernel>(p); }}\n",
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
       fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
       fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
       fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", lut_row_bytes(c.lut)),
-      fmt::arg("wreg", c.w_in_registers), fmt::arg("min_blocks", c.min_blocks),
+      fmt::arg("wreg", c.w_in_registers), fmt::arg("wk", c.warps_k), fmt::arg("min_blocks", c.min_blocks),
       fmt::arg("name", kGemmKernelName)));
 }
 

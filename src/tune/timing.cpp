@@ -26,8 +26,9 @@ namespace {
 constexpr size_t kPatternBytes = 64 * 1024;
 constexpr int64_t kMinRotationBytes = 16ll << 20;  // when the L2 size is unknown or tiny
 constexpr size_t kFreeMemoryMargin = 64ull << 20;   // left to the rest of the process
-constexpr int kBatchCalls = 4;           // calls per timed run of a short kernel (see time())
-constexpr float kBatchBelowUs = 100.0f;  // "short": the probe call took less
+constexpr float kBatchBelowUs = 100.0f;  // "short": the probe call took less (see time())
+constexpr float kGraphUs = 300.0f;       // a short kernel's timed run: a CUDA graph of calls about this long
+constexpr int kMinGraphCalls = 4, kMaxGraphCalls = 64;
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -293,6 +294,40 @@ void TimingSession::grow_workspace(const std::vector<KernelConfig>& configs) {
   check_cuda(cudaStreamSynchronize(stream_), "growing the split-K workspace for tuning");
 }
 
+namespace {
+// An instantiated CUDA graph of work captured from a stream; the capture is ended (and the stream usable
+// again) even when the work throws.
+class CapturedCalls {
+ public:
+  CapturedCalls() = default;
+  CapturedCalls(const CapturedCalls&) = delete;
+  CapturedCalls& operator=(const CapturedCalls&) = delete;
+  ~CapturedCalls() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+  }
+  template <class Work>
+  void capture(cudaStream_t stream, Work work) {
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cudaGraph_t graph = nullptr;
+    try {
+      work();
+    } catch (...) {
+      cudaStreamEndCapture(stream, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      throw;
+    }
+    check_cuda(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    check_cuda(e, "cudaGraphInstantiate");
+  }
+  void launch(cudaStream_t stream) const { check_cuda(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch"); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+}  // namespace
+
 std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
   if (runs < 1) throw_argument_error("runs", ">= 1", std::to_string(runs));
   while (events_.size() < 2 * static_cast<size_t>(runs) + 2) {
@@ -319,11 +354,13 @@ std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
   };
   const size_t first = 2 * static_cast<size_t>(runs);  // the probe's two events
   try {
-    // A probe call sizes the batches: a run of a short kernel is kBatchCalls calls back to back between
-    // its two events, as a model's layers run (on sm_90+ each call then overlaps the previous one's tail
-    // through programmatic dependent launch, which an event between the calls would prevent). Timed one
-    // at a time, some decode configs ranked first that ran 1.3x slower in a chain (1 x 8192 x 8192:
-    // 19.8 us against 15.3 for the config the chain favours; docs/NOTES.md v1.7).
+    // A probe call sizes the runs: a run of a short kernel is one replay of a CUDA graph of ~300 us of
+    // calls back to back, as a model's layers run and as `lutmm bench` times them (on sm_90+ each call
+    // overlaps the previous one's tail through programmatic dependent launch, which an event between the
+    // calls would prevent). Timed one at a time, some decode configs ranked first that ran 1.3x slower in
+    // a chain (1 x 8192 x 8192: 19.8 us against 15.3, docs/NOTES.md v1.7); timed as four stream launches
+    // between events, k-split decode configs ranked first that the benchmark's graphs ran 1.25x slower
+    // (1 x 14336 x 4096: 15.1 us against 15.5 in the tuner, 18.0 against 14.2 in the benchmark, v1.8).
     cover();
     check_cuda(cudaEventRecord(events_[first], stream_), "cudaEventRecord");
     gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
@@ -331,11 +368,24 @@ std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
     check_cuda(cudaStreamSynchronize(stream_), ("the probe run of " + c.name()).c_str());
     float probe_ms = 0;
     check_cuda(cudaEventElapsedTime(&probe_ms, events_[first], events_[first + 1]), "cudaEventElapsedTime");
-    const int batch = probe_ms * 1000.0f < kBatchBelowUs ? kBatchCalls : 1;
+    const float probe_us = std::max(probe_ms * 1000.0f, 1.0f);
+    const int batch = probe_us < kBatchBelowUs
+                          ? std::clamp(static_cast<int>(kGraphUs / probe_us + 0.5f), kMinGraphCalls, kMaxGraphCalls)
+                          : 1;
+    CapturedCalls graph;
+    if (batch > 1) {
+      graph.capture(stream_, [&] {
+        for (int b = 0; b < batch; ++b) gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
+      });
+    }
     cover();
     for (int r = 0; r < runs; ++r) {
       check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
-      for (int b = 0; b < batch; ++b) gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
+      if (batch > 1) {
+        graph.launch(stream_);
+      } else {
+        gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
+      }
       check_cuda(cudaEventRecord(events_[2 * r + 1], stream_), "cudaEventRecord");
     }
     check_cuda(cudaStreamSynchronize(stream_), ("the tuning runs of " + c.name()).c_str());

@@ -87,6 +87,13 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(333, 6144, 1536).name(), "sm80_n256_m32_k128_s3_w4x1_sk1_lutsmem");
   // M <= 80 on wide tiles splits K down to 512 (64 x 1280 x 1280: two splits 1.24x faster than one)
   EXPECT_EQ(pick(64, 1280, 1280).split_k, 2);
+  // ... where K <= 2048 (32 x 4096 x 4096: eight splits 1.26x slower than four)
+  EXPECT_EQ(pick(32, 4096, 4096).split_k, 4);
+  // two warp groups splitting each k tile on small grids: 4-bit decode of 8-16M weights (4096 x 4096:
+  // 1.12x), small weights at M = 33..80 with K > 2048 (64 x 1280 x 5120: 1.35x)
+  EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n128_m8_k256_s3_w4x1x2_sk4_lutsmem256");
+  EXPECT_EQ(pick(64, 1280, 5120).warps_k, 2);
+  EXPECT_EQ(pick(1, 8192, 8192).warps_k, 1);
   // wide tiles keep 1024 of K per split (1024 x 640 x 2560: two splits 1.45x faster than four)
   EXPECT_EQ(pick(1024, 640, 2560).split_k, 2);
 }

@@ -15,20 +15,22 @@
 
 namespace lutmm::epilogue {
 
+// add: += into the tile (the second and later warp groups of a k-split block) instead of =.
 template <class K>
 LUTMM_DEVICE void stage_accumulators(float* tile, const float (&acc)[K::kFragsN][K::kFragsM][4], int warp_n,
-                                     int warp_m, int lane) {
+                                     int warp_m, int lane, bool add = false) {
   const int g = lane >> 2, t4 = lane & 3;
+  auto put = [&](int at, float v) { tile[at] = add ? tile[at] + v : v; };
 #pragma unroll
   for (int fn = 0; fn < K::kFragsN; ++fn) {
 #pragma unroll
     for (int fm = 0; fm < K::kFragsM; ++fm) {
       const int n = (warp_n * K::kFragsN + fn) * 16 + g;
       const int m = warp_m * K::kWarpTileM + fm * 8 + 2 * t4;
-      tile[m * K::kEpilogueLd + n] = acc[fn][fm][0];
-      tile[(m + 1) * K::kEpilogueLd + n] = acc[fn][fm][1];
-      tile[m * K::kEpilogueLd + n + 8] = acc[fn][fm][2];
-      tile[(m + 1) * K::kEpilogueLd + n + 8] = acc[fn][fm][3];
+      put(m * K::kEpilogueLd + n, acc[fn][fm][0]);
+      put((m + 1) * K::kEpilogueLd + n, acc[fn][fm][1]);
+      put(m * K::kEpilogueLd + n + 8, acc[fn][fm][2]);
+      put((m + 1) * K::kEpilogueLd + n + 8, acc[fn][fm][3]);
     }
   }
 }

@@ -53,7 +53,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   constexpr int kGroup = K::kGroup;  // 0: one scale per row
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int warp_n = warp % K::kWarpsN, warp_m = warp / K::kWarpsN;
+  // warps: kWarpsN along N fastest, then kWarpsM along M, then the kWarpsK groups of the k tile's slices
+  const int warp_n = warp % K::kWarpsN, warp_m = (warp / K::kWarpsN) % K::kWarpsM;
+  const int warp_k = warp / (K::kWarpsN * K::kWarpsM);
   const int g = lane >> 2;
   const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
   const int num_kt = work.kt_end - work.kt_begin;
@@ -153,92 +155,101 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     uint32_t words[K::kFragsN][K::kBits];
     uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
 #pragma unroll
-    for (int t = 0; t < K::kSlices; ++t) {
-      const int atom = t / 4, s = t % 4;
-      constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
-      const bool group_start = kShortGroups ? (t * 16) % (kShortGroups ? kGroup : 1) == 0 : (t == 0 && long_group_starts);
-      const bool group_end = kShortGroups ? ((t + 1) * 16) % (kShortGroups ? kGroup : 1) == 0
-                                          : (t == K::kSlices - 1 && long_group_ends);
-      const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;  // scale row in the stage
+    for (int wk = 0; wk < K::kWarpsK; ++wk) {
+      if (K::kWarpsK > 1 && wk != warp_k) continue;  // this warp group's run of slices: [wk, wk + 1) * kGroupSlices
+#pragma unroll
+      for (int j = 0; j < K::kGroupSlices; ++j) {
+        const int t = wk * K::kGroupSlices + j;
+        const bool first = j == 0, last = j == K::kGroupSlices - 1;
+        const int atom = t / 4, s = t % 4;
+        constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
+        // a warp group's run of slices may start or end inside a scale group: its partial sums are folded
+        // with the group's scale there (the other groups fold theirs; the epilogue adds them)
+        const bool group_start = kShortGroups ? ((t * 16) % (kShortGroups ? kGroup : 1) == 0 || first)
+                                              : (first && long_group_starts);
+        const bool group_end = kShortGroups ? (((t + 1) * 16) % (kShortGroups ? kGroup : 1) == 0 || last)
+                                            : (last && long_group_ends);
+        const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;  // scale row in the stage
 
-      // x fragments (B operand) for this warp's kFragsM 8-column blocks.
-      uint32_t b[K::kFragsM][2];
+        // x fragments (B operand) for this warp's kFragsM 8-column blocks.
+        uint32_t b[K::kFragsM][2];
 #pragma unroll
-      for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
-        uint32_t r[4];
-        ptx::ldmatrix_x4(r, xs + Layout::x_even_chunk(x_row + fm * 8, 2 * t, x_chunk_key));
-        b[fm][0] = r[0];
-        b[fm][1] = r[1];
-        b[fm + 1][0] = r[2];
-        b[fm + 1][1] = r[3];
-      }
-      if constexpr (K::kFragsM % 2 == 1) {
-        constexpr int fm = K::kFragsM - 1;
-        uint32_t r[2];
-        ptx::ldmatrix_x2(r, xs + Layout::x_even_chunk(x_row_x2 + fm * 8, 2 * t, x_chunk_key));
-        b[fm][0] = r[0];
-        b[fm][1] = r[1];
-      }
-#pragma unroll
-      for (int fn = 0; fn < K::kFragsN; ++fn) {
-        const int strip = warp_n * K::kFragsN + fn;
-        if (K::kWInRegisters) {
-          if (s == 0) {
-#pragma unroll
-            for (int w = 0; w < K::kBits; ++w) words[fn][w] = w_cur[K::kWInRegisters ? fn : 0][K::kWInRegisters ? atom : 0][w];
-          }
-        } else if (s == 0) {  // a new atom: this lane's b words of it
-          const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
-          if constexpr (K::kBits == 4) {
-            const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
-            words[fn][0] = v.x; words[fn][1] = v.y; words[fn][2] = v.z; words[fn][3] = v.w;
-          } else if constexpr (K::kBits == 2) {
-            const uint2 v = *reinterpret_cast<const uint2*>(src);
-            words[fn][0] = v.x; words[fn][1] = v.y;
-          } else {
-#pragma unroll
-            for (int w = 0; w < K::kBits; ++w) words[fn][w] = src[w];
-          }
+        for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
+          uint32_t r[4];
+          ptx::ldmatrix_x4(r, xs + Layout::x_even_chunk(x_row + fm * 8, 2 * t, x_chunk_key));
+          b[fm][0] = r[0];
+          b[fm][1] = r[1];
+          b[fm + 1][0] = r[2];
+          b[fm + 1][1] = r[3];
         }
-        uint32_t a[4];
-        if constexpr (K::kSharedLut) {
-          shared_lut.slice(words[fn], s, a);
-        } else {
-          reg_lut.slice(words[fn], s, a);
+        if constexpr (K::kFragsM % 2 == 1) {
+          constexpr int fm = K::kFragsM - 1;
+          uint32_t r[2];
+          ptx::ldmatrix_x2(r, xs + Layout::x_even_chunk(x_row_x2 + fm * 8, 2 * t, x_chunk_key));
+          b[fm][0] = r[0];
+          b[fm][1] = r[1];
         }
-        if constexpr (kScaleInAcc) {
-          if (group_start) {
 #pragma unroll
-            for (int fm = 0; fm < K::kFragsM; ++fm)
+        for (int fn = 0; fn < K::kFragsN; ++fn) {
+          const int strip = warp_n * K::kFragsN + fn;
+          if (K::kWInRegisters) {
+            if (s == 0) {
 #pragma unroll
-              for (int i = 0; i < 4; ++i) part[fn][fm][i] = 0.f;
-          }
+              for (int w = 0; w < K::kBits; ++w) words[fn][w] = w_cur[K::kWInRegisters ? fn : 0][K::kWInRegisters ? atom : 0][w];
+            }
+          } else if (s == 0) {  // a new atom: this lane's b words of it
+            const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
+            if constexpr (K::kBits == 4) {
+              const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
+              words[fn][0] = v.x; words[fn][1] = v.y; words[fn][2] = v.z; words[fn][3] = v.w;
+            } else if constexpr (K::kBits == 2) {
+              const uint2 v = *reinterpret_cast<const uint2*>(src);
+              words[fn][0] = v.x; words[fn][1] = v.y;
+            } else {
 #pragma unroll
-          for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(part[fn][fm], a, b[fm]);
-          if (group_end) {  // fold the group: rows g (c0, c1) and g + 8 (c2, c3) have their own scale
-            const float lo = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g));
-            const float hi = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g + 8));
-#pragma unroll
-            for (int fm = 0; fm < K::kFragsM; ++fm) {
-              acc[fn][fm][0] += part[fn][fm][0] * lo;
-              acc[fn][fm][1] += part[fn][fm][1] * lo;
-              acc[fn][fm][2] += part[fn][fm][2] * hi;
-              acc[fn][fm][3] += part[fn][fm][3] * hi;
+              for (int w = 0; w < K::kBits; ++w) words[fn][w] = src[w];
             }
           }
-        } else {
-          if (t == 0 || (kShortGroups && group_start)) {  // the scale of rows g and g + 8, as pairs
-            const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
-            const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
-            scale_lo[fn] = lo | (lo << 16);
-            scale_hi[fn] = hi | (hi << 16);
+          uint32_t a[4];
+          if constexpr (K::kSharedLut) {
+            shared_lut.slice(words[fn], s, a);
+          } else {
+            reg_lut.slice(words[fn], s, a);
           }
-          a[0] = mma::mul_x2<K::kBf16>(a[0], scale_lo[fn]);
-          a[1] = mma::mul_x2<K::kBf16>(a[1], scale_hi[fn]);
-          a[2] = mma::mul_x2<K::kBf16>(a[2], scale_lo[fn]);
-          a[3] = mma::mul_x2<K::kBf16>(a[3], scale_hi[fn]);
+          if constexpr (kScaleInAcc) {
+            if (group_start) {
 #pragma unroll
-          for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(acc[fn][fm], a, b[fm]);
+              for (int fm = 0; fm < K::kFragsM; ++fm)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) part[fn][fm][i] = 0.f;
+            }
+#pragma unroll
+            for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(part[fn][fm], a, b[fm]);
+            if (group_end) {  // fold the group: rows g (c0, c1) and g + 8 (c2, c3) have their own scale
+              const float lo = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g));
+              const float hi = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g + 8));
+#pragma unroll
+              for (int fm = 0; fm < K::kFragsM; ++fm) {
+                acc[fn][fm][0] += part[fn][fm][0] * lo;
+                acc[fn][fm][1] += part[fn][fm][1] * lo;
+                acc[fn][fm][2] += part[fn][fm][2] * hi;
+                acc[fn][fm][3] += part[fn][fm][3] * hi;
+              }
+            }
+          } else {
+            if (first || (kShortGroups && group_start)) {  // the scale of rows g and g + 8, as pairs
+              const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
+              const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
+              scale_lo[fn] = lo | (lo << 16);
+              scale_hi[fn] = hi | (hi << 16);
+            }
+            a[0] = mma::mul_x2<K::kBf16>(a[0], scale_lo[fn]);
+            a[1] = mma::mul_x2<K::kBf16>(a[1], scale_hi[fn]);
+            a[2] = mma::mul_x2<K::kBf16>(a[2], scale_lo[fn]);
+            a[3] = mma::mul_x2<K::kBf16>(a[3], scale_hi[fn]);
+#pragma unroll
+            for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(acc[fn][fm], a, b[fm]);
+          }
         }
       }
     }
@@ -259,8 +270,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
 
   float* tile = reinterpret_cast<float*>(Layout::stage(smem, 0));
-  epilogue::stage_accumulators<K>(tile, acc, warp_n, warp_m, lane);
-  __syncthreads();
+  // The warp groups' partial tiles are added in group order 0, 1, ...: the same sum every run.
+#pragma unroll
+  for (int wk = 0; wk < K::kWarpsK; ++wk) {
+    if (K::kWarpsK == 1 || wk == warp_k) epilogue::stage_accumulators<K>(tile, acc, warp_n, warp_m, lane, wk > 0);
+    __syncthreads();
+  }
   if (p.cluster_splits) {
     epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
   } else {

@@ -55,20 +55,25 @@ LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_
 // kWInRegisters: each warp loads its W strips global -> registers one k tile ahead instead of through the
 // shared-memory stages (saves the shared-memory write and read of every W byte).
 // kLutRowBytes: 0 = table in registers, 128 or 256 = pair table in shared memory with rows that long.
+// kWarpsK: warp groups that split each k tile between them (group g takes the g-th run of kSlices / kWarpsK
+// slices, whole atoms) and add their accumulators in shared memory, in group order, at the end: more warps
+// on one output tile where the grid is small (a block of a 64 x 1280 x 1280 GEMM otherwise has one warp per
+// scheduler), without the global round trip of split-K.
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false>
+          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false, int kWarpsK_ = 1>
 struct Sm80Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
-  static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_;
+  static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_, kWarpsK = kWarpsK_;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = kWInRegisters_;
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;
 
-  static constexpr int kThreads = 32 * kWarpsN * kWarpsM;
+  static constexpr int kThreads = 32 * kWarpsN * kWarpsM * kWarpsK;
   static constexpr int kWarpTileN = kTileN / kWarpsN, kFragsN = kWarpTileN / 16;
   static constexpr int kWarpTileM = kTileM / kWarpsM, kFragsM = kWarpTileM / 8;
   static constexpr int kAtomsK = kTileK / 64;          // atoms per strip per stage
   static constexpr int kSlices = kTileK / 16;          // k16 steps per stage
+  static constexpr int kGroupSlices = kSlices / kWarpsK;  // the run of them one warp group takes
   static constexpr int kWBytes = kWInRegisters ? 0 : kTileN * kTileK * kBits / 8;  // W bytes in a stage
   static constexpr int kXBytes = kTileM * kTileK * 2;
   static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
@@ -92,6 +97,9 @@ struct Sm80Kernel {
   static_assert(kGroup == 0 || kGroup % 16 == 0, "a k16 slice never straddles two groups");
   static_assert(kGroup == 0 || kGroup <= kTileK || kGroup % kTileK == 0, "a stage never straddles two groups");
   static_assert(kStages >= 2, "double buffering at least");
+  static_assert(kWarpsK >= 1 && kGroupSlices * kWarpsK == kSlices && kGroupSlices % 4 == 0,
+                "each warp group takes whole atoms of every k tile");
+  static_assert(kWarpsK == 1 || !kWInRegisters, "W in registers is loaded per warp for the whole k tile");
   static_assert(kLutRowBytes == 0 || kLutRowBytes == 128 || (kLutRowBytes == 256 && kBits == 4),
                 "pair-table rows of 128 bytes, or 256 for 4-bit codes");
   static_assert(kWBytes % 16 == 0 && kXBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");
