@@ -2,12 +2,14 @@
 // A kernel config: one small value type with a readable, stable name. It is what users force, what the
 // tuner stores and what error messages print. The packed weight layout does not depend on it.
 //
-//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem[_wreg][_occ3]
+//   sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem[_wreg][_occ3]      (w4x1x2: two warp groups split each k tile)
 //   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (a pair table in shared memory),
 //   |    |   |   |    |  |    |       lutsmem256 (4-bit only: the same with 256-byte rows, 64 KB, one
 //   |    |   |   |    |  |    |       instruction fewer per lookup) or lutreg (registers)
 //   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time)
-//   |    |   |   |    |  '----------- warps along N x warps along M
+//   |    |   |   |    |  '----------- warps along N x warps along M [x warp groups along K, when > 1:
+//   |    |   |   |    |               each takes its share of every k tile's slices; their partial
+//   |    |   |   |    |               tiles are added in shared memory in group order]
 //   |    |   |   |    '-------------- pipeline stages
 //   |    |   |   '------------------- K per main-loop step (multiple of 64)
 //   |    |   '----------------------- x rows (M) per block (multiple of 8)
