@@ -18,9 +18,11 @@
 namespace lutmm {
 
 std::string KernelConfig::name() const {
+  const std::string groups_k = warps_k > 1 ? fmt::format("x{}", warps_k) : std::string();
+  const std::string split = split_k == 0 ? std::string("auto") : std::to_string(split_k);
+  const char* table = lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg");
   return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
-                     warps_m, warps_k > 1 ? fmt::format("x{}", warps_k) : std::string(), split_k == 0 ? std::string("auto") : std::to_string(split_k),
-                     lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg"), w_in_registers ? "_wreg" : "",
+                     warps_m, groups_k, split, table, w_in_registers ? "_wreg" : "",
                      min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string());
 }
 
@@ -49,8 +51,9 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   std::string_view s = name;
   bool ok = take_int(s, "sm", c.family) && take_int(s, "_n", c.tile_n) && take_int(s, "_m", c.tile_m) &&
             take_int(s, "_k", c.tile_k) && take_int(s, "_s", c.stages) && take_int(s, "_w", c.warps_n) &&
-            take_int(s, "x", c.warps_m) && (s.substr(0, 1) != "x" || (take_int(s, "x", c.warps_k) && c.warps_k > 1)) &&
-            take(s, "_sk");
+            take_int(s, "x", c.warps_m);
+  if (ok && s.substr(0, 1) == "x") ok = take_int(s, "x", c.warps_k) && c.warps_k > 1;  // optional: x{warps_k}
+  ok = ok && take(s, "_sk");
   if (ok) {
     if (take(s, "auto")) {
       c.split_k = 0;

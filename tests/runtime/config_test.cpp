@@ -44,6 +44,11 @@ TEST(KernelConfig, NameRoundTrips) {
   EXPECT_EQ(KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_sk8_lutsmem_occ3").min_blocks, 3);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg_occ2").min_blocks, 2);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem").min_blocks, 1);
+  // two warp groups along K: x2 after the warp layout; one group is the plain name
+  const KernelConfig split = KernelConfig::parse("sm80_n64_m32_k128_s4_w4x1x2_sk2_lutreg");
+  EXPECT_EQ(split.warps_k, 2);
+  EXPECT_EQ(split.threads(), 256);
+  EXPECT_EQ(KernelConfig::parse("sm80_n64_m32_k128_s4_w4x1_sk2_lutreg").warps_k, 1);
 }
 
 TEST(KernelConfig, BadNamesNameTheConfigArgument) {
@@ -51,7 +56,9 @@ TEST(KernelConfig, BadNamesNameTheConfigArgument) {
                           "sm80_n64_m16_k128_s4_w4x1_sk0_lutsmem", "sm80_n63_m16_k128_s4_w4x1_sk2_lutsmem",
                           "sm90_n64_m16_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_x",
                           "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_wreg_wreg", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ1",
-                          "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ3_wreg"}) {
+                          "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ3_wreg",
+                          "sm80_n64_m32_k128_s4_w4x1x1_sk2_lutreg", "sm80_n64_m32_k128_s4_w4x1x_sk2_lutreg",
+                          "sm80_n64_m32_k128_s4_w4x1x4_sk2_lutreg"}) {
     try {
       KernelConfig::parse(bad);
       ADD_FAILURE() << "accepted " << bad;
