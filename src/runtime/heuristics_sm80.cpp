@@ -112,6 +112,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 1> decode8_mid_split{{{128, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 2> narrow32{{{64, 32, 128, 4}, {64, 64, 64, 2}}};
   static constexpr std::array<TileChoice, 3> narrow16{{{64, 16, 128, 4}, {64, 16, 256, 4}, {64, 16, 64, 4}}};
+  static constexpr std::array<TileChoice, 3> narrow_n64{{{64, 64, 128, 4, 1, 3}, {64, 32, 128, 4, 1, 4}, {64, 16, 128, 4, 1, 4}}};
   // Wide N: even 128-row tiles fill the GPU without splitting K, so deeper k tiles pay.
   const bool wide = p.n >= 16384;
   const bool small_weight = p.n * p.k <= 8ll * 1024 * 1024;
@@ -177,6 +178,15 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     prefs = medium;
     if (p.m > 64) lut = pair_table;
   } else if (few_big_tiles && p.k <= 1536) {
+    // N <= 64 (one 64-row tile across N): the widest tile along M that still gives about half a block
+    // per SM, in two splits (4096 x 64 x 1536 on 64 x 64: 1.39x, 1024 x 32 x 1152 on 64 x 16: 1.22x
+    // faster than the unsplit narrow tiles below, which decode W once per 32 or 8 columns).
+    if (p.n <= 64) {
+      for (const TileChoice& t : narrow_n64) {
+        if (20 * tile_count(p, t.tile_n, t.tile_m) < 9 * sms) continue;
+        if (auto c = first_valid(p, dev, std::span<const TileChoice>(&t, 1), LutPlacement::registers, 2)) return *c;
+      }
+    }
     // Unsplit; the widest tile that still gives about a block per SM: 128 x 80, 64 x 80, then 64-row
     // tiles of 32, 16 or 8 columns.
     std::span<const TileChoice> narrow = large;

@@ -94,6 +94,9 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n128_m8_k256_s3_w4x1x2_sk4_lutsmem256");
   EXPECT_EQ(pick(64, 1280, 5120).warps_k, 2);
   EXPECT_EQ(pick(1, 8192, 8192).warps_k, 1);
+  // N <= 64 at large M: the widest tile along M with about half a block per SM, two splits
+  EXPECT_EQ(pick(4096, 64, 1536).name(), "sm80_n64_m64_k128_s3_w4x1_sk2_lutreg");
+  EXPECT_EQ(pick(1024, 32, 1152).name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg");
   // wide tiles keep 1024 of K per split (1024 x 640 x 2560: two splits 1.45x faster than four)
   EXPECT_EQ(pick(1024, 640, 2560).split_k, 2);
 }
