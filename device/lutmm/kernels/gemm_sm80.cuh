@@ -129,6 +129,44 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const int x_row = warp_m * K::kWarpTileM + ((lane >> 4) & 1) * 8 + (lane & 7);
   const int x_row_x2 = warp_m * K::kWarpTileM + (lane & 7);
   const int x_chunk_key = ((lane >> 3) & 1) ^ (lane & 7);
+  // The x fragments (B operands) of slice t for this warp's kFragsM 8-column blocks, from stage x tile xs.
+  auto load_x_fragments = [&](const uint8_t* xs, int t, uint32_t (&b)[K::kFragsM][2]) {
+#pragma unroll
+    for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
+      uint32_t r[4];
+      ptx::ldmatrix_x4(r, xs + Layout::x_even_chunk(x_row + fm * 8, 2 * t, x_chunk_key));
+      b[fm][0] = r[0];
+      b[fm][1] = r[1];
+      b[fm + 1][0] = r[2];
+      b[fm + 1][1] = r[3];
+    }
+    if constexpr (K::kFragsM % 2 == 1) {
+      constexpr int fm = K::kFragsM - 1;
+      uint32_t r[2];
+      ptx::ldmatrix_x2(r, xs + Layout::x_even_chunk(x_row_x2 + fm * 8, 2 * t, x_chunk_key));
+      b[fm][0] = r[0];
+      b[fm][1] = r[1];
+    }
+  };
+  // This lane's b words of atom `atom` of strip `strip`, from stage W tile ws (or the registers).
+  auto load_strip_words = [&](const uint32_t* ws, int fn, int strip, int atom, uint32_t (&words)[K::kBits]) {
+    if constexpr (K::kWInRegisters) {
+#pragma unroll
+      for (int w = 0; w < K::kBits; ++w) words[w] = w_cur[K::kWInRegisters ? fn : 0][K::kWInRegisters ? atom : 0][w];
+    } else {
+      const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
+      if constexpr (K::kBits == 4) {
+        const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
+        words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
+      } else if constexpr (K::kBits == 2) {
+        const uint2 v = *reinterpret_cast<const uint2*>(src);
+        words[0] = v.x; words[1] = v.y;
+      } else {
+#pragma unroll
+        for (int w = 0; w < K::kBits; ++w) words[w] = src[w];
+      }
+    }
+  };
 
   for (int it = 0; it < num_kt; ++it) {
     ptx::cp_async_wait<K::kStages - 2>();
@@ -171,45 +209,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
                                             : (last && long_group_ends);
         const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;  // scale row in the stage
 
-        // x fragments (B operand) for this warp's kFragsM 8-column blocks.
         uint32_t b[K::kFragsM][2];
-#pragma unroll
-        for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
-          uint32_t r[4];
-          ptx::ldmatrix_x4(r, xs + Layout::x_even_chunk(x_row + fm * 8, 2 * t, x_chunk_key));
-          b[fm][0] = r[0];
-          b[fm][1] = r[1];
-          b[fm + 1][0] = r[2];
-          b[fm + 1][1] = r[3];
-        }
-        if constexpr (K::kFragsM % 2 == 1) {
-          constexpr int fm = K::kFragsM - 1;
-          uint32_t r[2];
-          ptx::ldmatrix_x2(r, xs + Layout::x_even_chunk(x_row_x2 + fm * 8, 2 * t, x_chunk_key));
-          b[fm][0] = r[0];
-          b[fm][1] = r[1];
-        }
+        load_x_fragments(xs, t, b);
 #pragma unroll
         for (int fn = 0; fn < K::kFragsN; ++fn) {
           const int strip = warp_n * K::kFragsN + fn;
-          if (K::kWInRegisters) {
-            if (s == 0) {
-#pragma unroll
-              for (int w = 0; w < K::kBits; ++w) words[fn][w] = w_cur[K::kWInRegisters ? fn : 0][K::kWInRegisters ? atom : 0][w];
-            }
-          } else if (s == 0) {  // a new atom: this lane's b words of it
-            const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
-            if constexpr (K::kBits == 4) {
-              const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
-              words[fn][0] = v.x; words[fn][1] = v.y; words[fn][2] = v.z; words[fn][3] = v.w;
-            } else if constexpr (K::kBits == 2) {
-              const uint2 v = *reinterpret_cast<const uint2*>(src);
-              words[fn][0] = v.x; words[fn][1] = v.y;
-            } else {
-#pragma unroll
-              for (int w = 0; w < K::kBits; ++w) words[fn][w] = src[w];
-            }
-          }
+          if (s == 0) load_strip_words(ws, fn, strip, atom, words[fn]);  // a new atom
           uint32_t a[4];
           if constexpr (K::kSharedLut) {
             shared_lut.slice(words[fn], s, a);
