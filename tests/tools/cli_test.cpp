@@ -84,9 +84,31 @@ TEST_F(LutmmTool, UnknownSubcommandIsAUsageError) {
 TEST_F(LutmmTool, HelpListsEverySubcommand) {
   const ToolRun r = run({"--help"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
-  for (const char* sub : {"info", "quantize", "shapes", "configs", "precompile", "bench", "verify", "demo"}) {
+  for (const char* sub : {"info", "quantize", "shapes", "configs", "precompile", "bench", "verify", "demo", "compare"}) {
     EXPECT_CONTAINS(r.out, sub);
   }
+}
+
+TEST_F(LutmmTool, CompareReportsAnchorsAndSmallMAgainstCublas) {
+  const fs::path results = write_file(
+      "bench.csv",
+      "device,m,n,k,label,bits,group,dtype,config,status,lutmm_us,cublas_us,speedup,tbps,tflops,floor_us,pct_floor,"
+      "bytes,flops,host_us,compile_ms,rel_err_vs_cublas,lutmm_copies,dense_copies,lutmm_calls,dense_calls,l2_cold,"
+      "hbm_read_tbps,dense_bf16_tflops\n"
+      "H200,1,4096,4096,,4,128,bf16,cfg_a,ok,7.50,12.40,1.65,1,1,1.9,25,1,1,4,0,0,3,3,3,3,1,4.5,780\n"
+      "H200,77,640,768,,4,128,bf16,cfg_b,ok,3.75,3.70,0.99,1,1,0.2,5,1,1,4,0,0,3,3,3,3,1,4.5,780\n");
+  const fs::path anchors = write_file("anchors.csv",
+                                      "M,N,K,cublas_bf16_us,tinygemm_bf16_int4_g128_us,marlin_fp16_int4_g128_us\n"
+                                      "1,4096,4096,12.4,7.06,8.0\n77,640,768,3.7,,\n2,2,2,1,1,1\n");
+  const ToolRun r = run({"compare", "--results", results.string(), "--anchors", anchors.string()});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_CONTAINS(r.out, "lutmm faster in 1 of 2 comparisons");
+  EXPECT_CONTAINS(r.out, "cfg_a");
+  EXPECT_CONTAINS(r.out, "M <= 77: 1 of 2 timed shapes slower than cuBLAS");
+  EXPECT_CONTAINS(r.out, "1 anchor shape not in the results");
+  const ToolRun missing = run({"compare", "--results", (dir_ / "none.csv").string(), "--anchors", anchors.string()});
+  EXPECT_EQ(missing.exit_code, 2) << describe(missing);
+  EXPECT_CONTAINS(missing.err, "none.csv");
 }
 
 TEST_F(LutmmTool, VersionFlagPrintsTheLibraryVersion) {

@@ -37,6 +37,7 @@ Command add_precompile(CLI::App& parent);
 Command add_bench(CLI::App& parent);
 Command add_verify(CLI::App& parent);
 Command add_demo(CLI::App& parent);
+Command add_compare(CLI::App& parent);
 
 // "M,N,K" (also "MxNxK" or "M N K") -> a shape with positive sizes; throws UsageError naming `option`.
 Shape parse_shape_arg(std::string_view text, std::string_view option);

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
 
   const std::vector<Command> commands = {add_info(app),       add_quantize(app), add_shapes(app),
                                          add_configs(app),    add_precompile(app), add_bench(app),
-                                         add_verify(app),     add_demo(app),     add_tune(app)};
+                                         add_verify(app),     add_demo(app),     add_tune(app),
+                                         add_compare(app)};
   // CLI11 would only say "a subcommand is required" for `lutmm frobnicate`; name the word instead.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
