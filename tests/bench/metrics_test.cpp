@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lutmm/error.hpp"
+#include "compare.hpp"
 #include "metrics.hpp"
 
 namespace lutmm::bench {
@@ -148,31 +149,8 @@ TEST(Csv, FieldsAreQuotedOnlyWhenNeeded) {
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
 }
 
-// Splits one CSV line (RFC 4180 quoting).
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        fields.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
+// Splits one CSV line (RFC 4180 quoting): the reader `lutmm compare` uses (bench/compare.hpp).
+std::vector<std::string> split_csv(const std::string& line) { return split_csv_line(line); }
 
 std::filesystem::path temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("lutmm_bench_test_" + std::to_string(getpid()) + "_" + name);
