@@ -25,6 +25,7 @@
 #include "lutmm/pack.hpp"
 #include "progress.hpp"
 #include "random_inputs.hpp"
+#include "runtime/cuda_graph.hpp"
 #include "verify.hpp"
 
 namespace lutmm::bench {
@@ -253,10 +254,10 @@ BenchRow bench_shape(const Shape& shape, const Context& ctx) {
   row.lutmm_calls = calls_per_graph(w.lutmm_copies.copies, lutmm_est);
   row.dense_calls = calls_per_graph(w.dense_copies.copies, dense_est);
 
-  const Graph lutmm_graph = Graph::capture(s, [&](cudaStream_t) {
+  const CudaGraph lutmm_graph = CudaGraph::capture(s, [&](cudaStream_t) {
     for (int i = 0; i < row.lutmm_calls; ++i) lutmm_call(i);
   });
-  const Graph dense_graph = Graph::capture(s, [&](cudaStream_t) {
+  const CudaGraph dense_graph = CudaGraph::capture(s, [&](cudaStream_t) {
     for (int i = 0; i < row.dense_calls; ++i) dense_call(i);
   });
   row.lutmm_us = ms_to_us(median_event_ms(s, o.replays, [&] { lutmm_graph.launch(s); })) / row.lutmm_calls;

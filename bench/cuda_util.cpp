@@ -41,31 +41,6 @@ float elapsed_ms(const Event& start, const Event& stop) {
   return ms;
 }
 
-void Graph::begin(cudaStream_t stream) {
-  LUTMM_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-}
-
-void Graph::end(cudaStream_t stream) {
-  cudaGraph_t graph = nullptr;
-  LUTMM_CUDA(cudaStreamEndCapture(stream, &graph));
-  const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
-  (void)cudaGraphDestroy(graph);
-  check_cuda(status, "cudaGraphInstantiate(&exec_, graph, 0)");
-}
-
-void Graph::abort(cudaStream_t stream) noexcept {
-  // Ending the capture is the only way to leave capture mode; the (invalid) graph is dropped.
-  cudaGraph_t graph = nullptr;
-  if (cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr) (void)cudaGraphDestroy(graph);
-  (void)cudaGetLastError();
-}
-
-Graph::~Graph() {
-  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
-}
-
-void Graph::launch(cudaStream_t stream) const { LUTMM_CUDA(cudaGraphLaunch(exec_, stream)); }
-
 // 32 MiB: what NVIDIA recommends for Hopper and newer; older GPUs use less of it.
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 

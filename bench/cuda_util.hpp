@@ -75,38 +75,6 @@ class Event {
 // Milliseconds between two events already recorded on a stream (waits for `stop`).
 float elapsed_ms(const Event& start, const Event& stop);
 
-// An instantiated CUDA graph captured from the calls `record(stream)` makes on `stream`. Capture runs in
-// thread-local mode, so a forbidden call inside it (cudaMalloc, a synchronization) fails loudly instead of
-// being recorded wrongly.
-class Graph {
- public:
-  template <typename Record>
-  static Graph capture(cudaStream_t stream, Record&& record) {
-    Graph g;
-    g.begin(stream);
-    try {
-      record(stream);
-    } catch (...) {
-      g.abort(stream);
-      throw;
-    }
-    g.end(stream);
-    return g;
-  }
-  Graph(Graph&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph();
-  void launch(cudaStream_t stream) const;
-
- private:
-  Graph() = default;
-  void begin(cudaStream_t stream);
-  void end(cudaStream_t stream);
-  void abort(cudaStream_t stream) noexcept;
-  cudaGraphExec_t exec_ = nullptr;
-};
-
 // A cuBLAS handle bound to one stream, with its own workspace: cuBLAS must not allocate while a graph is
 // being captured, and with a workspace set it never does.
 class CublasHandle {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "lutmm/error.hpp"
 #include "lutmm/pack.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/cuda_graph.hpp"
 #include "runtime/kernel_source.hpp"
 
 namespace lutmm::tuning_detail {
@@ -294,40 +296,6 @@ void TimingSession::grow_workspace(const std::vector<KernelConfig>& configs) {
   check_cuda(cudaStreamSynchronize(stream_), "growing the split-K workspace for tuning");
 }
 
-namespace {
-// An instantiated CUDA graph of work captured from a stream; the capture is ended (and the stream usable
-// again) even when the work throws.
-class CapturedCalls {
- public:
-  CapturedCalls() = default;
-  CapturedCalls(const CapturedCalls&) = delete;
-  CapturedCalls& operator=(const CapturedCalls&) = delete;
-  ~CapturedCalls() {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-  }
-  template <class Work>
-  void capture(cudaStream_t stream, Work work) {
-    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    cudaGraph_t graph = nullptr;
-    try {
-      work();
-    } catch (...) {
-      cudaStreamEndCapture(stream, &graph);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      throw;
-    }
-    check_cuda(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-    const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
-    cudaGraphDestroy(graph);
-    check_cuda(e, "cudaGraphInstantiate");
-  }
-  void launch(cudaStream_t stream) const { check_cuda(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch"); }
-
- private:
-  cudaGraphExec_t exec_ = nullptr;
-};
-}  // namespace
-
 std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
   if (runs < 1) throw_argument_error("runs", ">= 1", std::to_string(runs));
   while (events_.size() < 2 * static_cast<size_t>(runs) + 2) {
@@ -372,17 +340,17 @@ std::vector<double> TimingSession::time(const KernelConfig& c, int runs) {
     const int batch = probe_us < kBatchBelowUs
                           ? std::clamp(static_cast<int>(kGraphUs / probe_us + 0.5f), kMinGraphCalls, kMaxGraphCalls)
                           : 1;
-    CapturedCalls graph;
+    std::optional<CudaGraph> graph;
     if (batch > 1) {
-      graph.capture(stream_, [&] {
+      graph.emplace(CudaGraph::capture(stream_, [&](cudaStream_t) {
         for (int b = 0; b < batch; ++b) gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
-      });
+      }));
     }
     cover();
     for (int r = 0; r < runs; ++r) {
       check_cuda(cudaEventRecord(events_[2 * r], stream_), "cudaEventRecord");
-      if (batch > 1) {
-        graph.launch(stream_);
+      if (graph) {
+        graph->launch(stream_);
       } else {
         gemm(x_.ptr, p_.m, next_weight(), nullptr, out_.ptr, o);
       }
