@@ -69,10 +69,10 @@ int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
 //    diffusion set (docs/NOTES.md, v1.7);
 //  * four strips per warp (256-row tiles: one x fragment feeds four dequantized strips) where there are
 //    enough of them, N % 256 == 0 (session 4, docs/NOTES.md v1.8): M = 16 and 17..32 on weights over 100M
-//    values (256 x 16 / 256 x 32: 1.03-1.07x), M > 64 with >= 1.5 tiles of 256 x 64 per SM (2.5 on weights of
-//    up to 8M values) and K >= 512 (with the
-//    128-byte-row table, whose static shared memory leaves room for two blocks: 1.04-1.18x), and the padded
-//    M of the medium rule with a tile of 256 x 32 per SM (333 x 6144 x 1536: 1.69x);
+//    values (256 x 16 / 256 x 32: 1.03-1.07x); M > 64 with K >= 512 and >= 1.5 tiles of 256 x 64 per SM
+//    (2.5 on weights of up to 8M values), with the 128-byte-row table, whose static shared memory leaves
+//    room for two blocks (1.04-1.18x); and the padded M of the medium rule with a tile of 256 x 32 per SM
+//    (333 x 6144 x 1536: 1.69x);
 //  * two warp groups splitting each k tile where the grid is small: 4-bit decode on weights of 8-16M
 //    values (4096 x 4096: 1.12x; 2 x 9216 x 1536: 1.26x) and M = 33..80 on small weights with K > 2048
 //    (64 x 1280 x 5120: 1.35x);
@@ -135,10 +135,11 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   const bool padded_a_lot = p.m < 512 && 10 * std::min(pad64, pad80) > p.m;
   const bool huge_weight = p.n * p.k > 100ll * 1000 * 1000;
   const bool n256 = p.n % 256 == 0;
-  if (n256 && p.m > 8 && p.m <= 32 && huge_weight) {
-    if (auto c = first_valid(p, dev, p.m <= 16 ? std::span<const TileChoice>(strips4_m16) : std::span<const TileChoice>(strips4_m32),
-                             p.m <= 16 ? pair_table : LutPlacement::shared))
-      return *c;
+  if (n256 && p.m > 8 && p.m <= 16 && huge_weight) {
+    if (auto c = first_valid(p, dev, strips4_m16, pair_table)) return *c;
+  }
+  if (n256 && p.m > 16 && p.m <= 32 && huge_weight) {
+    if (auto c = first_valid(p, dev, strips4_m32, LutPlacement::shared)) return *c;
   }
   // (small weights need more tiles: 1024 x {4608, 5120} x {1152, 640} stayed faster on 128 x 80 tiles)
   if (n256 && p.m > 64 && p.k >= 512 && tile_count(p, 256, 64) * 2 >= (small_weight ? 5 : 3) * sms) {
