@@ -152,7 +152,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   auto load_strip_words = [&](const uint32_t* ws, int fn, int strip, int atom, uint32_t (&words)[K::kBits]) {
     if constexpr (K::kWInRegisters) {
 #pragma unroll
-      for (int w = 0; w < K::kBits; ++w) words[w] = w_cur[K::kWInRegisters ? fn : 0][K::kWInRegisters ? atom : 0][w];
+      for (int w = 0; w < K::kBits; ++w) words[w] = w_cur[fn][atom][w];
     } else {
       const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
       if constexpr (K::kBits == 4) {
