@@ -163,12 +163,12 @@ std::vector<AnchorRow> read_anchors_file(const std::string& path) {
 
 int Standing::total_won() const {
   int n = 0;
-  for (const auto& [kernel, count] : won) n += count;
+  for (const auto& [kernel, t] : per_kernel) n += t.won;
   return n;
 }
 int Standing::total_lost() const {
   int n = 0;
-  for (const auto& [kernel, count] : lost) n += count;
+  for (const auto& [kernel, t] : per_kernel) n += t.lost;
   return n;
 }
 
@@ -186,10 +186,11 @@ Standing compare_results(const std::vector<ResultRow>& results, const std::vecto
     }
     const ResultRow& r = *it->second;
     for (const auto& [kernel, us] : a.us) {
+      Standing::Tally& t = s.per_kernel[kernel];
       if (r.lutmm_us < us) {
-        ++s.won[kernel];
+        ++t.won;
       } else {
-        ++s.lost[kernel];
+        ++t.lost;
         s.losses.push_back({a.shape, kernel, r.config, us, r.lutmm_us});
       }
     }

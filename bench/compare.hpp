@@ -44,7 +44,10 @@ struct SlowerThanCublas {
   double lutmm_us = 0, cublas_us = 0;
 };
 struct Standing {
-  std::map<std::string, int> won, lost;  // per anchor kernel: shapes where lutmm is faster / not faster
+  struct Tally {
+    int won = 0, lost = 0;  // shapes where lutmm is faster / not faster
+  };
+  std::map<std::string, Tally> per_kernel;  // per anchor kernel
   std::vector<AnchorLoss> losses;
   std::vector<Shape> not_benchmarked;      // anchor shapes absent (or untimed) in the results
   std::vector<SlowerThanCublas> slower;    // timed shapes with M <= small_m where cuBLAS (same run) was faster

@@ -91,10 +91,11 @@ TEST(CompareResults, CountsStrictWinsListsLossesAndSlowerThanCublasAtSmallM) {
   results[3].lutmm_us = 1.0;
   results[3].cublas_us = 3.7;
   const Standing s = compare_results(results, anchors);
-  EXPECT_EQ(s.won.at("marlin"), 1);
-  EXPECT_EQ(s.lost.at("marlin"), 1);
-  EXPECT_EQ(s.lost.at("tinygemm"), 2);
-  EXPECT_EQ(s.won.count("tinygemm"), 0u);
+  ASSERT_EQ(s.per_kernel.size(), 2u);
+  EXPECT_EQ(s.per_kernel.at("marlin").won, 1);
+  EXPECT_EQ(s.per_kernel.at("marlin").lost, 1);
+  EXPECT_EQ(s.per_kernel.at("tinygemm").won, 0);
+  EXPECT_EQ(s.per_kernel.at("tinygemm").lost, 2);
   EXPECT_EQ(s.total_won(), 1);
   EXPECT_EQ(s.total_lost(), 3);
   ASSERT_EQ(s.losses.size(), 3u);

@@ -30,12 +30,8 @@ int run_compare(const CompareArgs& a) {
 
   fmt::print("anchors ({}): lutmm faster in {} of {} comparisons\n", a.anchors, s.total_won(),
              s.total_won() + s.total_lost());
-  std::map<std::string, int> kernels = s.won;
-  for (const auto& [kernel, n] : s.lost) kernels[kernel] += 0;
-  for (const auto& [kernel, unused] : kernels) {
-    const int won = s.won.count(kernel) ? s.won.at(kernel) : 0, lost = s.lost.count(kernel) ? s.lost.at(kernel) : 0;
-    fmt::print("  {:<10} faster on {:>3} of {:>3} shapes\n", kernel, won, won + lost);
-  }
+  for (const auto& [kernel, t] : s.per_kernel)
+    fmt::print("  {:<10} faster on {:>3} of {:>3} shapes\n", kernel, t.won, t.won + t.lost);
   if (!s.losses.empty()) {
     fmt::print("\nnot faster than the anchor:\n  {:>18}  {:<10} {:>10} {:>10}  {}\n", "M x N x K", "anchor", "anchor us",
                "lutmm us", "config");
