@@ -1,4 +1,4 @@
-// Config names, problem rules and the config space of the sm80 family.
+// Config names, problem rules and the config space of the sm80 and sm90 families.
 #include "lutmm/config.hpp"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "lutmm/error.hpp"
 #include "lutmm/format.hpp"
 #include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "lutmm/kernels/gemm_sm90_config.cuh"
 #include "lutmm/pack.hpp"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
@@ -70,8 +71,10 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   if (ok && take(s, "_wreg")) c.w_in_registers = true;
   if (ok && s.substr(0, 4) == "_occ") ok = take_int(s, "_occ", c.min_blocks) && c.min_blocks >= 2;
   if (!ok || !s.empty()) throw_argument_error("config", expected, fmt::format("'{}'", name));
-  if (c.family != 80) throw_argument_error("config", "kernel family sm80", fmt::format("'{}'", name));
-  const bool shape_known = std::any_of(sm80_kernel_shapes().begin(), sm80_kernel_shapes().end(), [&](const auto& k) {
+  if (c.family != 80 && c.family != 90)
+    throw_argument_error("config", "kernel family sm80 or sm90", fmt::format("'{}'", name));
+  const auto& shapes = c.family == 90 ? sm90_kernel_shapes() : sm80_kernel_shapes();
+  const bool shape_known = std::any_of(shapes.begin(), shapes.end(), [&](const auto& k) {
     return k.tile_n == c.tile_n && k.tile_m == c.tile_m && k.tile_k == c.tile_k && k.stages == c.stages &&
            k.warps_n == c.warps_n && k.warps_m == c.warps_m && k.warps_k == c.warps_k;
   });
@@ -94,9 +97,31 @@ void check_problem(const Problem& p) {
   check_group_size(p.group_size, p.k);
 }
 
+int config_shared_bytes(const KernelConfig& c, const Problem& p) {
+  const int group = kernel_group(p);
+  if (c.family == 90) return sm90_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut));
+  return sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut), c.w_in_registers);
+}
+
+int config_dynamic_shared_bytes(const KernelConfig& c, const Problem& p) {
+  const int group = kernel_group(p);
+  if (c.family == 90)
+    return sm90_dynamic_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut));
+  return sm80_dynamic_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut),
+                                   c.w_in_registers);
+}
+
 std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  if (c.family != 80) return "only the sm80 family exists";
+  if (c.family != 80 && c.family != 90) return fmt::format("no kernel family sm{} (sm80 or sm90)", c.family);
   if (dev.arch() < 80) return fmt::format("the GPU is sm_{}, the sm80 family needs sm_80 or newer", dev.arch());
+  if (c.family == 90) {
+    // wgmma exists on sm_90a alone (sm_100-class GPUs have another tensor-core interface)
+    if (dev.arch() != 90) return fmt::format("the sm90 family (wgmma) runs on sm_90 GPUs only, this one is sm_{}", dev.arch());
+    if (c.warps_m != 1 || c.warps_k != 1 || c.warps_n % 4 != 0 || c.tile_n != 16 * c.warps_n)
+      return "the sm90 family has whole warpgroups of one 16-row strip per warp (w{4,8,..}x1, tile_n = 16 x warps)";
+    if (!sm90_tile_m_supported(c.tile_m)) return fmt::format("the sm90 family has no wgmma for tile_m {}", c.tile_m);
+    if (c.w_in_registers || c.min_blocks != 1) return "_wreg and _occN belong to the sm80 family";
+  }
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   if (ps.k_padded % c.tile_k != 0)
     return fmt::format("tile_k {} does not divide the padded K {}", c.tile_k, ps.k_padded);
@@ -113,8 +138,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
   if (c.lut == LutPlacement::registers && accumulators >= 128)
     return fmt::format("lutreg with {} accumulators a thread (a {} x {} warp tile) runs out of registers; use lutsmem",
                        accumulators, c.tile_n / c.warps_n, c.tile_m / c.warps_m);
-  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut),
-                                     c.w_in_registers);
+  const int smem = config_shared_bytes(c, p);
   if (smem > dev.smem_per_block_optin)
     return fmt::format("needs {} bytes of shared memory, the GPU allows {}", smem, dev.smem_per_block_optin);
   if (c.min_blocks < 1) return "min_blocks must be >= 1";
@@ -134,15 +158,13 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
 }
 
 int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  const int group = kernel_group(p);
   // +1 KB: the driver reserves that much shared memory per block on sm_80+.
-  const int smem = sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages,
-                                     lut_row_bytes(c.lut), c.w_in_registers) + 1024;
+  const int smem = config_shared_bytes(c, p) + 1024;
   int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
   if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
   // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones;
   // an _occN kernel is compiled to leave room for N blocks.
-  const int regs = c.min_blocks > 1 ? 0 : (c.tile_m >= 64 ? 192 : 128);
+  const int regs = c.min_blocks > 1 ? 0 : (c.family == 90 ? (c.tile_m >= 128 ? 168 : 128) : (c.tile_m >= 64 ? 192 : 128));
   if (dev.regs_per_sm > 0 && regs > 0) blocks = std::min(blocks, dev.regs_per_sm / (regs * c.threads()));
   return std::max(blocks, 1);
 }
@@ -189,7 +211,9 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
   check_problem(p);
   std::vector<KernelConfig> out;
   const int64_t m8 = (p.m + 7) / 8 * 8;
-  for (const auto& shape : sm80_kernel_shapes()) {
+  std::vector<KernelConfig> shapes = sm80_kernel_shapes();
+  if (dev.arch() == 90) shapes.insert(shapes.end(), sm90_kernel_shapes().begin(), sm90_kernel_shapes().end());
+  for (const auto& shape : shapes) {
     if (shape.tile_m > std::max<int64_t>(8, 2 * m8)) continue;  // mostly-empty tiles: never the fastest
     if (shape.tile_n > 2 * ((p.n + 15) / 16 * 16)) continue;
     // W streamed into registers (`_wreg`) stays forcible but is not offered: measured slower on every

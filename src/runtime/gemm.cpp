@@ -19,6 +19,7 @@
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "runtime/cuda_check.hpp"
 #include "lutmm/tune.hpp"
+#include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
 #include "runtime/workspace.hpp"
 
@@ -102,10 +103,10 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
-  int device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k, lut_row_bytes,
+  int device, family, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k, lut_row_bytes,
       w_in_registers, min_blocks;
   auto tie() const {
-    return std::tie(device, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
+    return std::tie(device, family, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
                     lut_row_bytes, w_in_registers, min_blocks);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
@@ -120,7 +121,7 @@ std::mutex g_kernel_mutex;
 std::map<KernelKey, ReadyKernel> g_kernels;
 
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
-  const KernelKey key{dev.index, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
+  const KernelKey key{dev.index, c.family, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
                       c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k, lut_row_bytes(c.lut), c.w_in_registers,
                       c.min_blocks};
   {
@@ -130,9 +131,7 @@ ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceIn
   }
   ReadyKernel r;
   r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch()));
-  r.shared_bytes =
-      sm80_dynamic_shared_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut),
-                                c.w_in_registers);
+  r.shared_bytes = config_dynamic_shared_bytes(c, p);
   r.kernel->set_max_dynamic_shared_memory(r.shared_bytes);
   std::lock_guard lock(g_kernel_mutex);
   return g_kernels.emplace(key, r).first->second;

@@ -83,6 +83,7 @@ int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
 // memory.
 KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   check_problem(p);
+  if (auto c = heuristic_config_sm90(p, dev)) return *c;
   static constexpr std::array<TileChoice, 4> decode8{{{128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}, {256, 8, 64, 8}}};
   static constexpr std::array<TileChoice, 4> decode8_mid{{{128, 8, 128, 8}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 4> decode8_wide{

@@ -43,4 +43,22 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
   return shapes;
 }
 
+const std::vector<KernelConfig>& sm90_kernel_shapes() {
+  auto make = [](int n, int m, int k, int stages) {
+    KernelConfig c;
+    c.family = 90;
+    c.tile_n = n; c.tile_m = m; c.tile_k = k; c.stages = stages; c.warps_n = n / 16; c.warps_m = 1;
+    return c;
+  };
+  static const std::vector<KernelConfig> shapes = {
+      // small M: one or two warpgroups, the wgmma's N is the batch
+      make(128, 8, 128, 4), make(128, 16, 128, 4), make(128, 32, 128, 4),
+      // M = 33..80: N = 64 or 80, deep pipelines of 64-wide k tiles
+      make(64, 64, 128, 4), make(128, 64, 64, 6), make(128, 80, 64, 6), make(256, 64, 64, 4), make(256, 80, 64, 4),
+      // large M: N = 128 or 256 per wgmma
+      make(128, 128, 64, 5), make(256, 128, 64, 4), make(128, 256, 64, 4),
+  };
+  return shapes;
+}
+
 }  // namespace lutmm

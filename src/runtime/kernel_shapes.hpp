@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "lutmm/config.hpp"
@@ -8,5 +9,14 @@ namespace lutmm {
 // The tile shapes the sm80 family offers (split_k and lut left at their defaults). A deliberately
 // small set: each is one JIT instantiation per (bits, group, dtype), compiled only when a run needs it.
 const std::vector<KernelConfig>& sm80_kernel_shapes();
+// The sm90 family's (warpgroup MMA, sm_90 GPUs only): one 16-row strip per warp, whole warpgroups.
+const std::vector<KernelConfig>& sm90_kernel_shapes();
+
+// The sm90 family's choice where it beats the sm80 kernels (runtime/heuristics_sm90.cpp); nothing elsewhere.
+std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const DeviceInfo& dev);
+
+// Shared memory of a block of c on p: all of it (static + dynamic), and the dynamic part the launch asks for.
+int config_shared_bytes(const KernelConfig& c, const Problem& p);
+int config_dynamic_shared_bytes(const KernelConfig& c, const Problem& p);
 
 }  // namespace lutmm

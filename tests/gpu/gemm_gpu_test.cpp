@@ -79,7 +79,9 @@ TEST(GemmGpu, EveryConfigOnASubset) {
 // Each tile shape forced on a large-M problem too (valid_configs leaves big tiles out for small M only).
 TEST(GemmGpu, EveryTileShapeOnLargeM) {
   REQUIRE_GPU();
-  for (const auto& shape : sm80_kernel_shapes())
+  std::vector<KernelConfig> shapes = sm80_kernel_shapes();
+  shapes.insert(shapes.end(), sm90_kernel_shapes().begin(), sm90_kernel_shapes().end());  // skipped below sm_90
+  for (const auto& shape : shapes)
     for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
       KernelConfig c = shape;
       c.lut = lut;

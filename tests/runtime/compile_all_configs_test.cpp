@@ -29,7 +29,9 @@ struct Job {
 TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
   std::vector<Job> jobs;
   for (int arch : {80, 90}) {
-    for (const auto& shape : sm80_kernel_shapes()) {
+    std::vector<KernelConfig> shapes = sm80_kernel_shapes();
+    if (arch == 90) shapes.insert(shapes.end(), sm90_kernel_shapes().begin(), sm90_kernel_shapes().end());
+    for (const auto& shape : shapes) {
       for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
         for (int bits : {2, 3, 4}) {
           Problem p;
@@ -42,7 +44,7 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
           // what no GPU runs (lutsmem256 on 2 or 3 bits, lutreg on the largest warp tiles) is not compiled
           if (!config_invalid_reason(c, p, described_h200()).empty()) continue;
           jobs.push_back({p, c, arch});
-          if (shape.tile_m <= 16 && shape.warps_k == 1) {  // the decode shapes also come with W streamed into registers
+          if (shape.family == 80 && shape.tile_m <= 16 && shape.warps_k == 1) {  // the decode shapes also come with W streamed into registers
             c.w_in_registers = true;
             c.min_blocks = 1;  // (forcible, not offered: not with the register cap of _occN)
             jobs.push_back({p, c, arch});

@@ -39,6 +39,15 @@ TEST(KernelConfig, NameRoundTrips) {
       }
     }
   }
+  for (const auto& shape : sm90_kernel_shapes())
+    for (int split : {0, 1, 3, 16})
+      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
+        KernelConfig c = shape;
+        c.split_k = split;
+        c.lut = lut;
+        EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+      }
+  EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_sk2_lutsmem256").family, 90);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
   EXPECT_TRUE(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg").w_in_registers);
   EXPECT_EQ(KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_sk8_lutsmem_occ3").min_blocks, 3);
@@ -49,6 +58,29 @@ TEST(KernelConfig, NameRoundTrips) {
   EXPECT_EQ(split.warps_k, 2);
   EXPECT_EQ(split.threads(), 256);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m32_k128_s4_w4x1_sk2_lutreg").warps_k, 1);
+}
+
+// The warpgroup-MMA family needs sm_90a: offered and valid on the H200 only, with its own shape rules.
+TEST(KernelConfig, Sm90FamilyRunsOnSm90Only) {
+  const Problem p = problem(64, 8192, 8192);
+  const KernelConfig c = KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_skauto_lutsmem256");
+  EXPECT_EQ(config_invalid_reason(c, p, described_h200()), "");
+  for (const DeviceInfo& other : {described_a100(), described_sm86()}) {
+    EXPECT_NE(config_invalid_reason(c, p, other).find("sm_90 GPUs only"), std::string::npos);
+    for (const KernelConfig& v : valid_configs(p, other)) EXPECT_EQ(v.family, 80) << v.name();
+  }
+  int sm90 = 0;
+  for (const KernelConfig& v : valid_configs(p, described_h200())) sm90 += v.family == 90;
+  EXPECT_GT(sm90, 0);
+  // whole warpgroups, one strip per warp; no _wreg or _occN (those belong to the sm80 kernel)
+  KernelConfig bad = c;
+  bad.warps_n = 8;
+  EXPECT_NE(config_invalid_reason(bad, p, described_h200()).find("warpgroups"), std::string::npos);
+  bad = c;
+  bad.w_in_registers = true;
+  EXPECT_NE(config_invalid_reason(bad, p, described_h200()).find("_wreg"), std::string::npos);
+  // a 3-bit problem cannot use the 256-byte-row table here either
+  EXPECT_NE(config_invalid_reason(c, problem(64, 8192, 8192, 3), described_h200()).find("lutsmem256"), std::string::npos);
 }
 
 TEST(KernelConfig, BadNamesNameTheConfigArgument) {

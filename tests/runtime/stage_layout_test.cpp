@@ -8,8 +8,10 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "lutmm/kernels/gemm_sm90_config.cuh"
 #include "lutmm/pipeline/stage_layout.cuh"
 
 namespace lutmm {
@@ -80,6 +82,52 @@ TEST(StageLayout, EveryChunkHasItsOwnPlaceAndLdmatrixRowsHitDistinctBanks) {
   // the 128-byte-row table (static shared memory) and the register table: stages from byte 0
   check_layout<Sm80Kernel<4, 128, true, 128, 8, 256, 3, 4, 1, 128>>("n128_m8_k256_s3 lutsmem");
   check_layout<Sm80Kernel<3, 64, false, 64, 16, 64, 6, 4, 1, 0>>("n64_m16_k64_s6 b3 lutreg");
+}
+
+// The sm90 family: a stage is [x][W][scales], whole 1024-byte multiples. x is the wgmma B operand in the
+// canonical 128-byte-swizzle layout: for x row r and 16-byte chunk c of k block b (64 k values), the byte
+// the tensor cores read is the row's 128-byte line (b * tile_m + r) with the hardware swizzle applied to the
+// address (bits 4..6 XOR bits 7..9), which needs every stage's x to start on a 1024-byte boundary.
+template <class K>
+void check_wgmma_layout(const std::string& what) {
+  using L = pipeline::StageLayout<K>;
+  constexpr int kXChunksPerRow = K::kTileK / 8;
+  constexpr int kScaleChunks = (K::kScaleRows * K::kTileN * 2 + 15) / 16;
+  static_assert(K::kWgmmaLayout && !K::kIoInHoles && K::kStageBytes % 1024 == 0);
+  std::vector<uint8_t> smem(K::kDynamicSharedBytes);
+  std::set<int> taken;
+  auto place = [&](int offset, const char* kind, int s, int i) {
+    SCOPED_TRACE(what + " " + kind + " stage " + std::to_string(s) + " chunk " + std::to_string(i));
+    EXPECT_EQ(offset % 16, 0);
+    EXPECT_TRUE(taken.insert(offset).second) << "two chunks at byte " << offset;
+    EXPECT_GE(offset, L::stage_offset(s)) << "before its stage";
+    EXPECT_LE(offset + 16, L::stage_offset(s) + K::kStageBytes) << "past its stage";
+  };
+  for (int s = 0; s < K::kStages; ++s) {
+    EXPECT_EQ(L::x_base(s) % 1024, 0) << what << " stage " << s;
+    EXPECT_GE(L::stage_offset(s), K::kDynamicLutBytes) << what << " stage " << s << " inside the table";
+    for (int r = 0; r < K::kTileM; ++r)
+      for (int c = 0; c < kXChunksPerRow; ++c) {
+        const int line = L::x_base(s) + ((c / 8) * K::kTileM + r) * 128;  // unswizzled address of the row's 128 bytes
+        const int logical = line + (c % 8) * 16;
+        const int swizzled = logical ^ (((logical >> 7) & 7) << 4);
+        ASSERT_EQ(L::x_base(s) + L::x_offset(r, c), swizzled) << what << " row " << r << " chunk " << c;
+        place(swizzled, "x", s, r * kXChunksPerRow + c);
+      }
+    const int w_offset = static_cast<int>(L::w(smem.data(), s) - smem.data());
+    for (int b = 0; b < K::kWBytes; b += 16) place(w_offset + b, "W", s, b / 16);
+    for (int i = 0; i < kScaleChunks; ++i) place(L::scale_base(s) + L::scale_chunk(i), "scales", s, i);
+  }
+  EXPECT_LE(K::kDynamicLutBytes + K::kStages * K::kStageBytes + 1024, K::kDynamicSharedBytes) << what;
+}
+
+// (bits, group, bf16, tile N, M, K, stages, warps N, table row bytes)
+TEST(StageLayout, Sm90StagesHoldXInTheWgmmaSwizzleOnAlignedAtoms) {
+  check_wgmma_layout<Sm90Kernel<4, 128, true, 128, 64, 64, 6, 8, 128>>("sm90 n128_m64_k64_s6 lutsmem");
+  check_wgmma_layout<Sm90Kernel<4, 128, true, 256, 64, 64, 4, 16, 256>>("sm90 n256_m64_k64_s4 lutsmem256");
+  check_wgmma_layout<Sm90Kernel<3, 32, false, 128, 8, 128, 4, 8, 0>>("sm90 n128_m8_k128_s4 b3 g32 lutreg");
+  check_wgmma_layout<Sm90Kernel<2, 0, true, 128, 256, 64, 4, 8, 128>>("sm90 n128_m256_k64_s4 b2 g=K");
+  check_wgmma_layout<Sm90Kernel<4, 64, true, 64, 80, 128, 4, 4, 256>>("sm90 n64_m80_k128_s4 g64 lutsmem256");
 }
 
 }  // namespace

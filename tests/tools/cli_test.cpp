@@ -358,7 +358,7 @@ TEST_F(LutmmTool, ConfigsForAWhatIfH200MarksOneChoice) {
     const std::vector<std::string> t = tokens_of(line);
     const bool is_marked = !t.empty() && t[0] == "*";
     const std::string name = is_marked ? (t.size() > 1 ? t[1] : "") : (t.empty() ? "" : t[0]);
-    if (name.rfind("sm80_", 0) != 0) continue;
+    if (name.rfind("sm80_", 0) != 0 && name.rfind("sm90_", 0) != 0) continue;
     // A heuristic choice with a split-K outside the listed ones gets its own, annotated line.
     listed += line.find("(the heuristic's choice") == std::string::npos;
     marked += is_marked;

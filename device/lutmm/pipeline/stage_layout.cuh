@@ -11,6 +11,9 @@
 // scales (K::kIoInHoles, kernels/gemm_sm80_config.cuh), a stage is W alone and stage s's x and scales
 // take holes s * kHolesPerStage onwards: x row r in holes r * (tile_k / 64) ..., 8 chunks per hole (the
 // same chunk swizzle), then the scales, 64 values per hole.
+// The sm90 family (K::kWgmmaLayout) orders a stage [x][W][scales] instead, x in the wgmma B layout
+// (mma/wgmma_sm90.cuh): kTileK / 64 blocks of tile_m rows x 128 bytes, chunk c of a row at c ^ (row % 8)
+// within its block; stages are whole 1024-byte multiples from a 1024-byte-aligned start.
 // Plain arithmetic, host-callable: the CPU tests check that every chunk lands in its own place, inside
 // the holes where it should, and that an ldmatrix's eight rows fall in eight different bank groups.
 #include "lutmm/common.cuh"
@@ -25,19 +28,26 @@ struct StageLayout {
   // Byte offsets from the start of dynamic shared memory.
   LUTMM_HOST_DEVICE static int stage_offset(int s) { return K::kDynamicLutBytes + s * K::kStageBytes; }
   LUTMM_HOST_DEVICE static int x_base(int s) {
+    if constexpr (K::kWgmmaLayout) return stage_offset(s);
     return K::kIoInHoles ? kHoleStart + s * K::kHolesPerStage * kHoleStride : stage_offset(s) + K::kWBytes;
   }
   LUTMM_HOST_DEVICE static int scale_base(int s) {
+    if constexpr (K::kWgmmaLayout) return stage_offset(s) + K::kXBytes + K::kWBytes;
     return K::kIoInHoles ? kHoleStart + (s * K::kHolesPerStage + K::kXHoles) * kHoleStride
                          : stage_offset(s) + K::kWBytes + K::kXBytes;
   }
   LUTMM_HOST_DEVICE static uint8_t* stage(uint8_t* smem, int s) { return smem + stage_offset(s); }
-  LUTMM_HOST_DEVICE static uint8_t* w(uint8_t* smem, int s) { return stage(smem, s); }  // W opens the stage
+  LUTMM_HOST_DEVICE static uint8_t* w(uint8_t* smem, int s) {  // W opens an sm80 stage, follows x in sm90's
+    return stage(smem, s) + (K::kWgmmaLayout ? K::kXBytes : 0);
+  }
   LUTMM_HOST_DEVICE static uint8_t* x(uint8_t* smem, int s) { return smem + x_base(s); }
   LUTMM_HOST_DEVICE static uint8_t* scales(uint8_t* smem, int s) { return smem + scale_base(s); }
 
   // Offset from x() of 16-byte chunk `chunk` of row `row`, stored at chunk ^ (row % 8) of the row.
-  LUTMM_HOST_DEVICE static int x_offset(int row, int chunk) { return x_row_chunk(row, chunk ^ (row & 7)); }
+  LUTMM_HOST_DEVICE static int x_offset(int row, int chunk) {
+    if constexpr (K::kWgmmaLayout) return (chunk >> 3) * (K::kTileM * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+    return x_row_chunk(row, chunk ^ (row & 7));
+  }
   // The same for a chunk already swizzled.
   LUTMM_HOST_DEVICE static int x_row_chunk(int row, int swizzled_chunk) {
     return K::kIoInHoles ? (row * kHolesPerXRow + (swizzled_chunk >> 3)) * kHoleStride + ((swizzled_chunk & 7) << 4)

@@ -1,0 +1,160 @@
+#pragma once
+// The sm90 LUT GEMM (sm_90a): out[m, n] = sum_k x[m, k] * table[code[n, k]] * scale[n, k / G] (+ bias[n]),
+// with warpgroup MMAs.
+//
+// As in the sm80 family, W is the MMA's M side: each warp dequantizes its 16-row strip of W into an A
+// fragment in registers (the same LUT dequantizers, the same packed layout), and a warpgroup's four
+// fragments form the 64 x 16 A operand of one wgmma.m64nNk16 whose B operand, N = the tile's x rows, the
+// tensor cores read straight from shared memory. What that changes against mma.sync:
+//  * no ldmatrix of x and no x fragments in registers: at M = 64 x was ~60% of the sm80 kernel's shared-
+//    memory traffic, and its accumulators plus x fragments capped it at two warps per scheduler;
+//  * the MMA is asynchronous: up to kInFlight slices multiply while the warp looks up the next slice's codes
+//    (kInFlight + 1 A register sets take turns; wgmma_wait<kInFlight> frees the oldest).
+// The group scale multiplies the fragment (one HMUL2 per register) before the MMA, as sm80 does at large M.
+//
+// Pipeline: cp.async stages as in sm80 (pipeline/stage_loader.cuh), but a copy into a stage waits one more
+// k tile: when iteration it starts, the last kInFlight wgmmas of tile it - 1 may still be reading, so the
+// copy goes into the stage of tile it - 2, which every warp finished before the barrier.
+#include "lutmm/epilogue/epilogue.cuh"
+#include "lutmm/kernels/gemm_params.cuh"
+#include "lutmm/kernels/gemm_sm90_config.cuh"
+#include "lutmm/lut/lut_dequant.cuh"
+#include "lutmm/mma/mma_sm80.cuh"
+#include "lutmm/mma/wgmma_sm90.cuh"
+#include "lutmm/pipeline/stage_loader.cuh"
+#include "lutmm/scheduler/split_k.cuh"
+
+namespace lutmm {
+
+template <class K>
+LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
+  // [256-byte-row pair table][padding to 1024 bytes][stages (later the epilogue tile)]
+  extern __shared__ __align__(1024) uint8_t smem[];
+  using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
+  using RegLut = lut::RegisterLut<K::kBits>;
+  uint32_t* pair_table = reinterpret_cast<uint32_t*>(smem);
+  if constexpr (K::kLutRowBytes == 128) {
+    __shared__ __align__(16) uint32_t static_pair_table[SharedLut::kWords];
+    pair_table = static_pair_table;
+  }
+  // The stages' x tiles are wgmma operands: swizzle atoms start on 1024-byte boundaries. The table stays at
+  // the dynamic base (a link-time address: its loads take an immediate base); the stages move up.
+  uint8_t* const pipe = smem + ((1024u - (ptx::smem_addr(smem) & 1023u)) & 1023u);
+  constexpr int kGroup = K::kGroup;
+  constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
+
+  const int tid = threadIdx.x, lane = tid & 31, strip = tid >> 5;  // warp w owns 16-row strip w
+  const int g = lane >> 2;
+  const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
+  const int num_kt = work.kt_end - work.kt_begin;
+
+  using Layout = pipeline::StageLayout<K>;
+  const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+  for (int d = 0; d < K::kStages - 2 && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
+  loader.zero_x_tail(pipe);
+  ptx::grid_dependency_wait();
+  // Prologue: kStages - 2 tiles ahead (one commit per stage, even when empty, keeps the wait count exact).
+#pragma unroll
+  for (int s = 0; s < K::kStages - 2; ++s) {
+    if (s < num_kt) loader.load(pipe, s, work.kt_begin + s);
+    ptx::cp_async_commit();
+  }
+
+  SharedLut shared_lut{reinterpret_cast<const uint8_t*>(pair_table), static_cast<uint32_t>(lane) * 4};
+  RegLut reg_lut;
+  if constexpr (K::kSharedLut) {
+    SharedLut::build(pair_table, p.table, tid, K::kThreads);
+  } else {
+    reg_lut.load(p.table, lane);
+  }
+
+  float acc[1][K::kFragsM][4];
+#pragma unroll
+  for (int j = 0; j < K::kFragsM; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
+  mma::wgmma_fence_operands(acc[0]);
+
+  // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
+  // 32 * s16) >> 4 to its start-address field.
+  const uint64_t desc0 = mma::wgmma_desc_k_major_sw128(ptx::smem_addr(Layout::x(pipe, 0)));
+  // Slice t's A fragment lives in a[t % kABuffers] (kSlices is a multiple of 4: the index carries across
+  // k tiles) until its wgmma is done, kInFlight slices later; never more than a k tile's slices in flight,
+  // so that every wgmma of tile it - 2 is done when iteration it starts.
+  constexpr int kABuffers = 4, kInFlight = kABuffers - 1;
+  static_assert(K::kSlices % kABuffers == 0 && kInFlight < K::kSlices, "A buffers cycle within a k tile");
+  uint32_t a[kABuffers][4];
+  uint32_t words[K::kBits];
+  uint32_t scale_lo = 0, scale_hi = 0;
+
+  for (int it = 0; it < num_kt; ++it) {
+    ptx::cp_async_wait<K::kStages - 3>();
+    mma::fence_proxy_async_shared();  // this thread's copies (and zeroed rows) -> visible to the tensor cores
+    __syncthreads();                  // stage `it` is complete; every warp is done with stage it - 2
+    const int next = it + K::kStages - 2;
+    if (next < num_kt) loader.load(pipe, next % K::kStages, work.kt_begin + next);
+    ptx::cp_async_commit();
+
+    const int stage = it % K::kStages;
+    const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(pipe, stage));
+    const uint8_t* ss = Layout::scales(pipe, stage);
+    auto scale = [&](int e) { return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e))); };
+#pragma unroll
+    for (int t = 0; t < K::kSlices; ++t) {
+      const int atom = t / 4, s = t % 4;
+      if (s == 0) {  // a new atom: this lane's words of it
+        const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
+        if constexpr (K::kBits == 4) {
+          const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
+          words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
+        } else if constexpr (K::kBits == 2) {
+          const uint2 v = *reinterpret_cast<const uint2*>(src);
+          words[0] = v.x; words[1] = v.y;
+        } else {
+#pragma unroll
+          for (int w = 0; w < K::kBits; ++w) words[w] = src[w];
+        }
+      }
+      // the scale of rows g and g + 8 as pairs, at each group's first slice (long groups: every k tile)
+      if (t == 0 || (kShortGroups && (t * 16) % (kShortGroups ? kGroup : 1) == 0)) {
+        const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;
+        const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
+        const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
+        scale_lo = lo | (lo << 16);
+        scale_hi = hi | (hi << 16);
+      }
+      uint32_t(&frag)[4] = a[t % kABuffers];
+      if constexpr (K::kSharedLut) {
+        shared_lut.slice(words, s, frag);
+      } else {
+        reg_lut.slice(words, s, frag);
+      }
+      frag[0] = mma::mul_x2<K::kBf16>(frag[0], scale_lo);
+      frag[1] = mma::mul_x2<K::kBf16>(frag[1], scale_hi);
+      frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);
+      frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
+
+      const uint32_t offset = stage * K::kStageBytes + (t / 4) * (K::kTileM * 128) + (t % 4) * 32;
+      mma::wgmma_fence();
+      mma::wgmma_m64k16_rs<K::kTileM, K::kBf16>(acc[0], frag, desc0 + (offset >> 4));
+      mma::wgmma_commit();
+      mma::wgmma_wait<kInFlight>();  // slice t - kInFlight is done: its A registers are free for the next slice
+    }
+  }
+  mma::wgmma_wait<0>();
+  mma::wgmma_fence_operands(acc[0]);
+  ptx::allow_dependent_launch();
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
+
+  float* tile = reinterpret_cast<float*>(Layout::stage(pipe, 0));
+  epilogue::stage_accumulators<K>(tile, acc, strip, 0, lane);
+  __syncthreads();
+  if (p.cluster_splits) {
+    epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
+  } else {
+    epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid);
+  }
+}
+
+}  // namespace lutmm

@@ -1,0 +1,74 @@
+#pragma once
+// Compile-time shape of one sm90-family kernel (warpgroup MMA, sm_90a). The runtime uses the same arithmetic
+// (sm90_shared_bytes) so the launch asks for exactly what the kernel lays out.
+//
+// Shared memory: [pair table with 256-byte rows, if any][up to 1 KB to reach a 1024-byte boundary][stages]
+// and a stage is [x: kTileK / 64 blocks of kTileM rows x 128 bytes, the wgmma B layout][W][scales], padded
+// to a multiple of 1024 bytes so every stage's x starts on a swizzle atom (pipeline/stage_layout.cuh).
+#include "lutmm/kernels/gemm_sm80_config.cuh"
+
+namespace lutmm {
+
+LUTMM_HOST_DEVICE constexpr int sm90_stage_bytes(int bits, int group, int tile_n, int tile_m, int tile_k) {
+  const int bytes = sm80_stage_bytes(bits, group, tile_n, tile_m, tile_k);
+  return (bytes + 1023) / 1024 * 1024;
+}
+LUTMM_HOST_DEVICE constexpr int sm90_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
+                                                          int stages, int lut_row_bytes) {
+  const int pipe = stages * sm90_stage_bytes(bits, group, tile_n, tile_m, tile_k);
+  const int epi = sm80_epilogue_bytes(tile_n, tile_m);
+  return (lut_row_bytes == 256 ? sm80_lut_bytes(bits, lut_row_bytes) : 0) + 1024 + (pipe > epi ? pipe : epi);
+}
+LUTMM_HOST_DEVICE constexpr int sm90_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k, int stages,
+                                                  int lut_row_bytes) {
+  return (lut_row_bytes == 128 ? sm80_lut_bytes(bits, lut_row_bytes) : 0) +
+         sm90_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages, lut_row_bytes);
+}
+// wgmma's N (the tile's x rows) values that mma/wgmma_sm90_shapes.cuh provides.
+LUTMM_HOST_DEVICE constexpr bool sm90_tile_m_supported(int tile_m) {
+  return tile_m == 8 || tile_m == 16 || tile_m == 32 || tile_m == 64 || tile_m == 80 || tile_m == 128 || tile_m == 256;
+}
+
+// kWarpsN warps, in warpgroups of four; warp w owns the 16-row strip w of the tile (warpgroup g's wgmma
+// covers rows 64g .. 64g + 63) and every one of the tile's kTileM x rows. The members the shared pipeline,
+// table and epilogue code read have the sm80 meaning (one strip per warp, one warp row, no k groups).
+template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
+          int kLutRowBytes_>
+struct Sm90Kernel {
+  static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
+  static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = 1, kWarpsK = 1;
+  static constexpr bool kBf16 = kBf16_, kWInRegisters = false, kWgmmaLayout = true;
+  static constexpr int kLutRowBytes = kLutRowBytes_;
+  static constexpr bool kSharedLut = kLutRowBytes != 0;
+
+  static constexpr int kThreads = 32 * kWarpsN;
+  static constexpr int kWarpTileN = 16, kFragsN = 1;
+  static constexpr int kWarpTileM = kTileM, kFragsM = kTileM / 8;
+  static constexpr int kAtomsK = kTileK / 64;
+  static constexpr int kSlices = kTileK / 16;
+  static constexpr int kWBytes = kTileN * kTileK * kBits / 8;
+  static constexpr int kXBytes = kTileM * kTileK * 2;
+  static constexpr int kScaleRows = sm80_scale_rows_per_stage(kGroup, kTileK);
+  static constexpr bool kIoInHoles = false;
+  static constexpr int kXHoles = 0, kHolesPerStage = 0;
+  static constexpr int kStageBytes = sm90_stage_bytes(kBits, kGroup, kTileN, kTileM, kTileK);
+  static constexpr int kLutBytes = sm80_lut_bytes(kBits, kLutRowBytes);
+  static constexpr int kDynamicLutBytes = kLutRowBytes == 256 ? kLutBytes : 0;
+  static constexpr int kSharedBytes = sm90_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes);
+  static constexpr int kDynamicSharedBytes =
+      sm90_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes);
+  static constexpr int kEpilogueLd = kTileN + 4;
+
+  static_assert(kBits >= 2 && kBits <= 4, "2, 3 or 4-bit codes");
+  static_assert(kWarpsN % 4 == 0 && kTileN == 16 * kWarpsN, "whole warpgroups, one 16-row strip per warp");
+  static_assert(sm90_tile_m_supported(kTileM), "a wgmma N that mma/wgmma_sm90_shapes.cuh provides");
+  static_assert(kTileK % 64 == 0, "a stage holds whole atoms and whole 128-byte x rows");
+  static_assert(kGroup == 0 || kGroup % 16 == 0, "a k16 slice never straddles two groups");
+  static_assert(kGroup == 0 || kGroup <= kTileK || kGroup % kTileK == 0, "a stage never straddles two groups");
+  static_assert(kStages >= 3, "the copy into a stage trails its last wgmma by one k tile");
+  static_assert(kLutRowBytes == 0 || kLutRowBytes == 128 || (kLutRowBytes == 256 && kBits == 4),
+                "pair-table rows of 128 bytes, or 256 for 4-bit codes");
+  static_assert(kWBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");
+};
+
+}  // namespace lutmm
