@@ -49,6 +49,11 @@ TEST(Heuristic, NeverPicksAnInvalidConfigForAnyShapeOnTheDescribedGpus) {
 // Choices the H200 measurements of session 3 settled (docs/TUNING.md, docs/NOTES.md v1.7): each was the
 // tuned best, or the heuristic's pick there was measured well behind it.
 TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
+  // the sm80 family's rules, measured on the H200 before the sm90 family existed: the same GPU with the
+  // warpgroup MMA out of reach (a what-if sm_89 with the H200's SMs and memory)
+  DeviceInfo h200_sm80_only = described_h200();
+  h200_sm80_only.cc_major = 8;
+  h200_sm80_only.cc_minor = 9;
   auto pick = [&](int64_t m, int64_t n, int64_t k, int bits = 4, int group = 128, const DeviceInfo& gpu = described_h200()) {
     return heuristic_config(make_problem(m, n, k, bits, group, DType::bf16), gpu);
   };
@@ -60,7 +65,7 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // ... but not for 3-bit codes, whose pair index is not a byte
   EXPECT_NE(pick(1, 8192, 28672, 3).lut, LutPlacement::shared_wide);
   // M = 33..64 on larger weights: one warp row over 64 columns, the 256-byte-row table (1.04-1.06x) ...
-  EXPECT_EQ(pick(64, 28672, 8192, 4, 128, described_a100()).name(), "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(64, 28672, 8192, 4, 128, h200_sm80_only).name(), "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem256");
   // ... where the H200 has no warpgroup MMA; it has, and from M = 49 on weights of 32M values or more its
   // kernel wins (session 5: 64 x 28672 x 8192 88 vs 110 us, 1024 x 8192 x 8192 228 vs 382, 4096 x 8192 x 8192
   // 898 vs 1534), but not below (64 x 1280 x 5120: 15 vs 11 us) or at M <= 16
@@ -70,17 +75,24 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(64, 8192, 8192, 3).lut, LutPlacement::shared);  // 3-bit: no 256-byte rows
   EXPECT_EQ(pick(64, 1280, 5120).family, 80);
   EXPECT_EQ(pick(16, 28672, 8192).family, 80);
+  // ... and the tuned best of the session-5 H200 database on a few more shapes (the sm80 expectations below
+  // are the sm80 family's own rules, checked where they are the only ones)
+  EXPECT_EQ(pick(32, 8192, 28672).name(), "sm90_n128_m32_k128_s4_w8x1_sk4_lutsmem");
+  EXPECT_EQ(pick(4096, 1536, 1536).name(), "sm90_n256_m128_k64_s4_w16x1_sk1_lutsmem");
+  EXPECT_EQ(pick(1024, 1152, 1152).name(), "sm90_n128_m80_k64_s6_w8x1_sk1_lutsmem");
+  EXPECT_EQ(pick(32, 28672, 8192).family, 80);
+  EXPECT_EQ(pick(4096, 320, 1280).family, 80);
   // M = 16 and 32 on the largest weights: four strips per warp (1.03-1.07x, session 4)
   EXPECT_EQ(pick(16, 28672, 8192).name(), "sm80_n256_m16_k128_s3_w4x1_sk2_lutsmem256");
-  EXPECT_EQ(pick(32, 8192, 28672).name(), "sm80_n256_m32_k128_s3_w4x1_sk8_lutsmem");
+  EXPECT_EQ(pick(32, 8192, 28672, 4, 128, h200_sm80_only).name(), "sm80_n256_m32_k128_s3_w4x1_sk8_lutsmem");
   EXPECT_EQ(pick(16, 8192, 8192).tile_n, 128);
   // large M: one warp row; 80 columns on small weights (no padding either way at 1024) ...
   EXPECT_EQ(pick(1024, 1152, 1152).tile_m, 80);
-  EXPECT_EQ(pick(1024, 5120, 640).tile_m, 80);
+  EXPECT_EQ(pick(1024, 5120, 640, 4, 128, h200_sm80_only).tile_m, 80);
   // ... four strips of 64 columns a warp with the 128-byte-row table where there are 1.5 such tiles per SM
   // (3 on small weights): 1.04-1.18x over 128 x 64 tiles with the 256-byte-row table
-  EXPECT_EQ(pick(1024, 4096, 14336, 4, 128, described_a100()).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
-  EXPECT_EQ(pick(4096, 1536, 1536).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
+  EXPECT_EQ(pick(1024, 4096, 14336, 4, 128, h200_sm80_only).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
+  EXPECT_EQ(pick(4096, 1536, 1536, 4, 128, h200_sm80_only).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
   EXPECT_EQ(pick(256, 8192, 8192).tile_n, 128);
   // N that 128 does not divide: 64-row tiles (4096 x 320 x 1280: 1.65x)
   EXPECT_EQ(pick(4096, 320, 1280).tile_n, 64);
@@ -90,9 +102,9 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_GE(k320.tile_m, 64) << k320.name();
   // M = 333 that 64- and 80-column tiles pad by over 10%, on few tiles: 32 columns and the 256-byte table
   // (the register table ran 1.56x slower there)
-  EXPECT_EQ(pick(333, 1536, 1536).name(), "sm80_n128_m32_k128_s4_w4x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(333, 1536, 1536, 4, 128, h200_sm80_only).name(), "sm80_n128_m32_k128_s4_w4x1_sk1_lutsmem256");
   // ... and on four strips a warp where there is a 256 x 32 tile per SM (333 x 6144 x 1536: 1.69x)
-  EXPECT_EQ(pick(333, 6144, 1536).name(), "sm80_n256_m32_k128_s3_w4x1_sk1_lutsmem");
+  EXPECT_EQ(pick(333, 6144, 1536, 4, 128, h200_sm80_only).name(), "sm80_n256_m32_k128_s3_w4x1_sk1_lutsmem");
   // M <= 80 on wide tiles splits K down to 512 (64 x 1280 x 1280: two splits 1.24x faster than one)
   EXPECT_EQ(pick(64, 1280, 1280).split_k, 2);
   // ... where K <= 2048 (32 x 4096 x 4096: eight splits 1.26x slower than four)
