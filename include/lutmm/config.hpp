@@ -6,7 +6,8 @@
 //   |    |   |   |    |  |    |   '-- where the dequant table lives: lutsmem (a pair table in shared memory),
 //   |    |   |   |    |  |    |       lutsmem256 (4-bit only: the same with 256-byte rows, 64 KB, one
 //   |    |   |   |    |  |    |       instruction fewer per lookup) or lutreg (registers)
-//   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time)
+//   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time), or
+//   |    |   |   |    |  |            skstream (sm90: Stream-K, one wave of blocks sharing all the work evenly)
 //   |    |   |   |    |  '----------- warps along N x warps along M [x warp groups along K, when > 1:
 //   |    |   |   |    |               each takes its share of every k tile's slices; their partial
 //   |    |   |   |    |               tiles are added in shared memory in group order]
@@ -14,7 +15,9 @@
 //   |    |   |   '------------------- K per main-loop step (multiple of 64)
 //   |    |   '----------------------- x rows (M) per block (multiple of 8)
 //   |    '--------------------------- W rows (N) per block (multiple of 16)
-//   '-------------------------------- kernel family: sm80 = mma.sync path, runs on every sm_80+ GPU
+//   '-------------------------------- kernel family: sm80 = mma.sync path, runs on every sm_80+ GPU;
+//                                     sm90 = warpgroup MMA (wgmma, sm_90 GPUs only): one 16-row strip per
+//                                     warp, whole warpgroups (w4x1, w8x1, w16x1), no _wreg / _occN
 //   _wreg (optional): W streams global -> registers one k tile ahead instead of through shared memory
 //   _occN (optional, N >= 2): the kernel is compiled for N resident blocks per SM (__launch_bounds__ caps
 //         its registers at what N blocks leave each thread), and the config is valid only where N blocks'
@@ -35,6 +38,10 @@ inline int lut_row_bytes(LutPlacement lut) {
   return lut == LutPlacement::registers ? 0 : (lut == LutPlacement::shared_wide ? 256 : 128);
 }
 
+// KernelConfig::split_k for Stream-K: one wave of blocks (SMs x blocks per SM, read at run time) divide the
+// (output tile, k tile) units evenly; blocks that share a tile add their partial tiles in a fixed order.
+constexpr int kStreamK = -1;
+
 struct KernelConfig {
   int family = 80;
   int tile_n = 64;
@@ -44,7 +51,7 @@ struct KernelConfig {
   int warps_n = 4;
   int warps_m = 1;
   int warps_k = 1;  // warp groups splitting each k tile (name: w{n}x{m}x{k}, the x{k} only when > 1)
-  int split_k = 0;  // 0 = automatic
+  int split_k = 0;  // 0 = automatic, kStreamK = Stream-K
   LutPlacement lut = LutPlacement::shared;
   bool w_in_registers = false;
   int min_blocks = 1;  // _occN: blocks per SM the kernel is compiled to fit
@@ -70,7 +77,7 @@ struct Problem {
   }
 };
 
-// Shape rules of the sm80 family (checked before any launch; throws Error naming the argument).
+// Shape rules of the problem (checked before any launch; throws Error naming the argument).
 void check_problem(const Problem& p);
 // Whether cfg can run p on dev; when not, why (empty string when valid).
 std::string config_invalid_reason(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
@@ -80,7 +87,16 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
 KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev);
 // How many blocks of cfg fit on one SM of dev at once (shared memory, threads, an estimate of registers).
 int resident_blocks_per_sm(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
-// Resolves split_k = 0 to a concrete count from the SM count.
+// Resolves split_k = 0 to a concrete count from the SM count (kStreamK stays kStreamK).
 int resolve_split_k(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
+// The grid of a Stream-K config: blocks (one wave), output tiles, k tiles per tile, and the most blocks
+// that share one tile (the workspace's slots per tile).
+struct StreamKShape {
+  int blocks = 0;
+  int64_t tiles = 0;
+  int k_tiles = 0;
+  int max_sharing = 0;
+};
+StreamKShape stream_k_shape(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
 
 }  // namespace lutmm

@@ -20,7 +20,8 @@ namespace lutmm {
 
 std::string KernelConfig::name() const {
   const std::string groups_k = warps_k > 1 ? fmt::format("x{}", warps_k) : std::string();
-  const std::string split = split_k == 0 ? std::string("auto") : std::to_string(split_k);
+  const std::string split =
+      split_k == 0 ? std::string("auto") : (split_k == kStreamK ? std::string("stream") : std::to_string(split_k));
   const char* table = lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg");
   return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
                      warps_m, groups_k, split, table, w_in_registers ? "_wreg" : "",
@@ -58,6 +59,8 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   if (ok) {
     if (take(s, "auto")) {
       c.split_k = 0;
+    } else if (take(s, "stream")) {
+      c.split_k = kStreamK;
     } else {
       ok = take_int(s, "", c.split_k) && c.split_k >= 1;
     }
@@ -151,7 +154,11 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
       return fmt::format("_occ{} needs {} threads on one SM, which runs {}", c.min_blocks, c.min_blocks * c.threads(),
                          dev.max_threads_per_sm);
   }
-  if (c.split_k < 0) return "split_k must be >= 0";
+  if (c.split_k == kStreamK && c.family != 90) return "Stream-K (skstream) is an sm90-family schedule";
+  // (ptxas: the item loop spills on the 256 x 128 and 128 x 256 tiles, capped at 128 / 255 registers)
+  if (c.split_k == kStreamK && c.tile_n * c.tile_m >= 32768)
+    return fmt::format("Stream-K's item loop runs out of registers on {} x {} tiles", c.tile_n, c.tile_m);
+  if (c.split_k < 0 && c.split_k != kStreamK) return "split_k must be >= 0 (or Stream-K)";
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
   if (c.split_k > k_tiles) return fmt::format("split_k {} exceeds the {} k tiles", c.split_k, k_tiles);
   return {};
@@ -172,6 +179,7 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
 int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
+  if (c.split_k == kStreamK) return kStreamK;
   int splits = c.split_k;
   if (splits == 0) {
     // Measured on the H200 (docs/NOTES.md, "The heuristic against the tuner"):
@@ -207,6 +215,25 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
   return (k_tiles + per - 1) / per;  // no empty split
 }
 
+StreamKShape stream_k_shape(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  StreamKShape s;
+  s.k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
+  s.tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
+  const int64_t units = s.tiles * s.k_tiles;
+  // one wave, every block with at least two k tiles of work (a shorter run is all pipeline fill)
+  const int64_t wave = static_cast<int64_t>(std::max(1, dev.sm_count)) * resident_blocks_per_sm(c, p, dev);
+  s.blocks = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(wave, units / 2), 1, wave));
+  // Block b owns units [b U / G, (b + 1) U / G) (scheduler/stream_k.cuh); tile t's K range meets the blocks
+  // first(t) .. last(t), the block of a unit u being ((u + 1) G - 1) / U.
+  auto block_of = [&](int64_t u) { return ((u + 1) * s.blocks - 1) / units; };
+  for (int64_t t = 0; t < s.tiles; ++t) {
+    const int64_t sharing = block_of((t + 1) * s.k_tiles - 1) - block_of(t * s.k_tiles) + 1;
+    s.max_sharing = std::max(s.max_sharing, static_cast<int>(sharing));
+  }
+  return s;
+}
+
 std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev) {
   check_problem(p);
   std::vector<KernelConfig> out;
@@ -219,6 +246,8 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
     // W streamed into registers (`_wreg`) stays forcible but is not offered: measured slower on every
     // decode shape on the H200 (docs/NOTES.md, v1.4), as it keeps only one k tile of W in flight per warp.
     for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
+      // Stream-K (skstream) stays forcible but is not offered: slower than split-K on every shape measured
+      // on the H200 (docs/NOTES.md v1.9)
       for (int split : {0, 1, 2, 4, 8}) {
         KernelConfig c = shape;
         c.lut = lut;

@@ -103,10 +103,10 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
-  int device, family, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k, lut_row_bytes,
+  int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k, lut_row_bytes,
       w_in_registers, min_blocks;
   auto tie() const {
-    return std::tie(device, family, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
+    return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
                     lut_row_bytes, w_in_registers, min_blocks);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
@@ -121,7 +121,7 @@ std::mutex g_kernel_mutex;
 std::map<KernelKey, ReadyKernel> g_kernels;
 
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
-  const KernelKey key{dev.index, c.family, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
+  const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
                       c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k, lut_row_bytes(c.lut), c.w_in_registers,
                       c.min_blocks};
   {
@@ -146,6 +146,13 @@ Problem problem_of(const WeightView& w, int64_t m, bool has_bias) {
 }  // namespace
 
 SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  if (c.split_k == kStreamK) {  // a slot per block that shares a tile, one counter per tile
+    const StreamKShape sk = stream_k_shape(c, p, dev);
+    if (sk.max_sharing <= 1) return {};
+    return {static_cast<size_t>(sk.tiles) * static_cast<size_t>(sk.max_sharing) * static_cast<size_t>(c.tile_m) *
+                c.tile_n * sizeof(float),
+            static_cast<size_t>(sk.tiles)};
+  }
   const int splits = resolve_split_k(c, p, dev);
   if (splits <= 1) return {};
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
@@ -262,6 +269,8 @@ struct Plan {
   dim3 grid, block;
   jit::LaunchAttributes launch;  // programmatic dependent launch, split-K clusters
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
+  int tiles_n = 0, tiles_m = 0;
+  bool stream_k = false;
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
@@ -319,11 +328,20 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   const unsigned m_tiles = static_cast<unsigned>((p.m + c.tile_m - 1) / c.tile_m);
   if (m_tiles > 65535u)
     throw_argument_error("m", fmt::format("at most {} rows for {}", 65535ll * c.tile_m, c.name()), std::to_string(p.m));
-  plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
+  plan.tiles_n = static_cast<int>(n_tiles);
+  plan.tiles_m = static_cast<int>(m_tiles);
   plan.block = dim3(static_cast<unsigned>(c.threads()));
   plan.launch.overlap_previous = dependent_launch(dev);
-  if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
-    plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
+  if (c.split_k == kStreamK) {  // one wave of blocks; splits = the most blocks sharing a tile (slot stride)
+    const StreamKShape sk = stream_k_shape(c, p, dev);
+    plan.stream_k = true;
+    plan.splits = sk.max_sharing;
+    plan.grid = dim3(static_cast<unsigned>(sk.blocks));
+  } else {
+    plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
+    if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
+      plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
+  }
   plan.workspace_need = split_k_workspace(c, p, dev);
   plan.kernel = ready_kernel(p, c, dev);
   return plan;
@@ -397,9 +415,12 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.n_padded = plan->n_padded;
   params.k_padded = plan->k_padded;
   params.k_tiles = plan->k_tiles;
-  params.k_tiles_per_split = (plan->k_tiles + plan->splits - 1) / plan->splits;
+  params.k_tiles_per_split = (plan->k_tiles + plan->splits - 1) / plan->splits;  // (unused by Stream-K)
   params.splits = plan->splits;
   params.cluster_splits = plan->launch.cluster_z > 1 ? 1 : 0;
+  params.stream_k = plan->stream_k ? 1 : 0;
+  params.tiles_n = plan->tiles_n;
+  params.tiles_m = plan->tiles_m;
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   void* args[] = {&params};

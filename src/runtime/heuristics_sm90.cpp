@@ -35,10 +35,20 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
       shape(256, p.m <= 64 ? 64 : 80, 64, 4);
       if (p.bits == 4) c.lut = LutPlacement::shared_wide;
     }
+  } else if (p.m <= 512 && weights <= (int64_t{2} << 20)) {
+    shape(64, 64, 128, 4);  // small layers: one warpgroup of N = 64, the register table (1.4-1.6x)
+    c.lut = LutPlacement::registers;
+  } else if (p.m <= 512 && weights <= (int64_t{4} << 20)) {
+    shape(128, 80, 64, 6);  // N = 80, the register table (333 x 1536 x 1536: 1.39x over the shared one)
+    c.lut = LutPlacement::registers;
+  } else if (p.m <= 160 && weights < (int64_t{32} << 20)) {
+    shape(256, 64, 64, 4);  // M = 81..160 on mid-size weights: N = 64 (128 x 4096 x 4096: 1.43x over N = 128)
+    if (p.bits == 4) c.lut = LutPlacement::shared_wide;
   } else if (p.m >= 256 && weights >= (int64_t{16} << 20)) {
     shape(128, 256, 64, 4);  // two warpgroups of N = 256 (1.6-1.7x)
   } else if (p.n >= 3072 || (p.m >= 2048 && p.n >= 1536)) {
-    shape(256, 128, 64, 4);  // four warpgroups of N = 128 (1.3-1.8x)
+    shape(256, 128, 64, 4);  // four warpgroups of N = 128 (1.3-1.8x), the 256-byte-row table for 4 bits
+    if (p.bits == 4) c.lut = LutPlacement::shared_wide;
   } else {
     shape(128, 80, 64, 6);  // N = 1024..3071: two warpgroups of N = 80 (1.1-1.15x)
   }

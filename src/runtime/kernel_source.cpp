@@ -35,18 +35,19 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   // split-K is a launch parameter: the comment names the kernel with it normalised, so every split of one
   // tile shape is the same source, cache key and loaded module.
   KernelConfig kernel = c;
-  kernel.split_k = 0;
+  kernel.split_k = c.split_k == kStreamK ? kStreamK : 0;  // Stream-K is its own instantiation
   if (c.family == 90) {
     return request(kGemmKernelName, arch, fmt::format(
         "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
         "#include \"lutmm/kernels/gemm_sm90.cuh\"\n"
-        "using Kernel = lutmm::Sm90Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {slut}>;\n"
+        "using Kernel = lutmm::Sm90Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {slut}, {stream}>;\n"
         "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
         "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm90<Kernel>(p); }}\n",
         fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
         fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
         fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
-        fmt::arg("wn", c.warps_n), fmt::arg("slut", lut_row_bytes(c.lut)), fmt::arg("name", kGemmKernelName)));
+        fmt::arg("wn", c.warps_n), fmt::arg("slut", lut_row_bytes(c.lut)), fmt::arg("stream", c.split_k == kStreamK),
+        fmt::arg("name", kGemmKernelName)));
   }
   return request(kGemmKernelName, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"

@@ -61,16 +61,20 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const Rates r = rates_for(dev.arch());
   const int sms = std::max(1, dev.sm_count);
-  const int splits = resolve_split_k(c, p, dev);
+  // Stream-K: one wave of blocks, each with an even share of the k tiles, and about one partial tile each
+  const bool stream_k = c.split_k == kStreamK;
+  const StreamKShape sk = stream_k ? stream_k_shape(c, p, dev) : StreamKShape{};
+  const int splits = stream_k ? 1 : resolve_split_k(c, p, dev);
   const bool shared_lut = c.lut != LutPlacement::registers;
   const int group = kernel_group(p);
 
   const double n_tiles = std::ceil(static_cast<double>(ps.n_padded) / c.tile_n);
   const double m_tiles = std::ceil(static_cast<double>(p.m) / c.tile_m);
-  const double blocks = n_tiles * m_tiles * splits;
+  const double blocks = stream_k ? sk.blocks : n_tiles * m_tiles * splits;
 
   const int resident = resident_blocks_per_sm(c, p, dev);  // the same residency split-K auto plans with
-  const double k_steps = std::ceil(static_cast<double>(ps.k_padded / c.tile_k) / splits);
+  const double k_steps = stream_k ? std::ceil(static_cast<double>(sk.tiles) * sk.k_tiles / sk.blocks)
+                                  : std::ceil(static_cast<double>(ps.k_padded / c.tile_k) / splits);
   const double k_len = k_steps * c.tile_k;
   const double flops = 2.0 * c.tile_m * c.tile_n * k_len;
   const double decode_rate = r.dequant_per_us * (shared_lut ? 1.0 : 0.85);
@@ -91,14 +95,16 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const double w_bytes = static_cast<double>(ps.words()) * 4.0 + scale_bytes;
   const double x_bytes = static_cast<double>(p.m) * static_cast<double>(p.k) * 2.0;
   const double out_bytes = static_cast<double>(p.m) * static_cast<double>(p.n) * 2.0;
-  const double partials = splits > 1 ? 2.0 * splits * m_tiles * c.tile_m * static_cast<double>(ps.n_padded) * 4.0 : 0.0;
+  const double partials =
+      stream_k ? (sk.max_sharing > 1 ? 2.0 * sk.blocks * c.tile_m * c.tile_n * 4.0 : 0.0)
+               : (splits > 1 ? 2.0 * splits * m_tiles * c.tile_m * static_cast<double>(ps.n_padded) * 4.0 : 0.0);
   const double dram_time = (w_bytes + x_bytes + out_bytes + partials) / (r.dram_bytes_per_us * sms);
 
   const double block_bytes = (sm80_stage_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.w_in_registers) +
                               (c.w_in_registers ? c.tile_n * c.tile_k * p.bits / 8.0 : 0.0)) * k_steps;
   const double l2_time = blocks * block_bytes / (r.l2_bytes_per_us * sms);
 
-  const double reduce = splits > 1 ? partials / 2.0 / (r.l2_bytes_per_us * sms) : 0.0;
+  const double reduce = partials > 0 ? partials / 2.0 / (r.l2_bytes_per_us * sms) : 0.0;
   return std::max({sm_time, dram_time, l2_time}) + kLaunchUs + reduce;
 }
 

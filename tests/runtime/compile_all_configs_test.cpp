@@ -44,6 +44,10 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
           // what no GPU runs (lutsmem256 on 2 or 3 bits, lutreg on the largest warp tiles) is not compiled
           if (!config_invalid_reason(c, p, described_h200()).empty()) continue;
           jobs.push_back({p, c, arch});
+          if (shape.family == 90 && bits != 2) {  // the Stream-K instantiation (forcible) where it is valid
+            c.split_k = kStreamK;
+            if (config_invalid_reason(c, p, described_h200()).empty()) jobs.push_back({p, c, arch});
+          }
           if (shape.family == 80 && shape.tile_m <= 16 && shape.warps_k == 1) {  // the decode shapes also come with W streamed into registers
             c.w_in_registers = true;
             c.min_blocks = 1;  // (forcible, not offered: not with the register cap of _occN)

@@ -40,7 +40,7 @@ TEST(KernelConfig, NameRoundTrips) {
     }
   }
   for (const auto& shape : sm90_kernel_shapes())
-    for (int split : {0, 1, 3, 16})
+    for (int split : {0, 1, 3, 16, kStreamK})
       for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
         KernelConfig c = shape;
         c.split_k = split;
@@ -48,6 +48,7 @@ TEST(KernelConfig, NameRoundTrips) {
         EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
       }
   EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_sk2_lutsmem256").family, 90);
+  EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256").split_k, kStreamK);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
   EXPECT_TRUE(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg").w_in_registers);
   EXPECT_EQ(KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_sk8_lutsmem_occ3").min_blocks, 3);

@@ -1,8 +1,9 @@
 #pragma once
 // The end of a block's work: accumulator fragments -> a float tile in shared memory -> the output.
 //  * one split: add bias, round to the dtype, 16-byte stores of 8 outputs (N is a multiple of 8).
-//  * several splits: every block writes its float tile to its own workspace slot; the block that arrives
-//    last at the tile's counter sums the slots in split order 0, 1, ..., S-1 (a fixed order, so the
+//  * several splits (split-K, or the blocks that share a tile under Stream-K): every block writes its float
+//    tile to its own workspace slot; the block that arrives last at the tile's counter sums the slots in
+//    split order 0, 1, ..., S-1 (a fixed order, so the
 //    result is bitwise the same whoever arrives last), stores, and resets the counter for the next launch;
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
 //    shared-memory tiles directly, no global round trip.
@@ -59,9 +60,14 @@ LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int first, i
   }
 }
 
+// How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it
+// varies per tile and comes as stream_splits.
 template <class K>
-LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int tid) {
-  if (p.splits == 1) {
+LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int tid,
+                         int stream_splits = 0) {
+  // (read at each use, as p.splits itself: a local copy changed the sm80 kernels' SASS)
+  auto splits = [&]() { if constexpr (K::kStreamK) { return stream_splits; } else { return p.splits; } };
+  if (splits() == 1) {
     store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = tile[r * K::kEpilogueLd + c + j];
@@ -82,13 +88,13 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   // Whether this block arrived last, told to every thread by the barrier itself (a __shared__ flag would
   // add 128 bytes of static shared memory: enough to cost a block its place where two fill an SM exactly).
   const bool last = __syncthreads_or(tid == 0 && atomicAdd(p.tile_counters + tile_id, 1u) ==
-                                                     static_cast<uint32_t>(p.splits - 1));
+                                                     static_cast<uint32_t>(splits() - 1));
   if (!last) return;
   __threadfence();
   store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
+    for (int s = 0; s < splits(); ++s) {
       const float* src = slots + static_cast<int64_t>(s) * kTileFloats + r * K::kTileN + c;
       const float4 a = __ldcg(reinterpret_cast<const float4*>(src));
       const float4 b = __ldcg(reinterpret_cast<const float4*>(src + 4));

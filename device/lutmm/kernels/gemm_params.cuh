@@ -11,15 +11,18 @@ struct GemmParams {
   const uint32_t* packed;   // packed codes (layout/packed_layout.cuh)
   const uint16_t* table;    // 2^bits values
   const uint16_t* scales;   // [scale_rows][n_padded]
-  float* workspace;         // split-K partial tiles: [tile][split][tile_m * tile_n]
+  float* workspace;         // split-K / Stream-K partial tiles: [tile][split][tile_m * tile_n]
   uint32_t* tile_counters;  // one per output tile; 0 between launches (the last block resets it)
   int m, n, k;
   int n_padded, k_padded;
   int k_tiles;              // k_padded / tile_k
   int k_tiles_per_split;
-  int splits;               // gridDim.z
+  int splits;               // gridDim.z (Stream-K: the most blocks sharing one tile, the workspace's stride)
   int cluster_splits;       // 1: the splits of a tile form one thread-block cluster (sm_90+) and reduce
                             // through distributed shared memory; workspace and counters are then unused
+  int stream_k;             // 1: Stream-K (scheduler/stream_k.cuh): a 1-D grid of one wave of blocks, each taking
+                            // a contiguous run of the tiles_n x tiles_m x k_tiles (tile, k tile) units
+  int tiles_n, tiles_m;     // output tiles along N and M (Stream-K)
 };
 
 }  // namespace lutmm

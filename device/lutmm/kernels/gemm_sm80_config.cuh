@@ -66,6 +66,7 @@ struct Sm80Kernel {
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_, kWarpsK = kWarpsK_;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = kWInRegisters_;
   static constexpr bool kWgmmaLayout = false;  // x in the ldmatrix layout (the sm90 family's differs)
+  static constexpr bool kStreamK = false;      // one split-K item per block
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;
 

@@ -12,6 +12,9 @@
 //    (kInFlight + 1 A register sets take turns; wgmma_wait<kInFlight> frees the oldest).
 // The group scale multiplies the fragment (one HMUL2 per register) before the MMA, as sm80 does at large M.
 //
+// Work: one (tile, K split) per block, or under Stream-K (scheduler/stream_k.cuh) a run of (tile, K range)
+// items, each with its own pipeline fill, main loop and epilogue.
+//
 // Pipeline: cp.async stages as in sm80 (pipeline/stage_loader.cuh), but a copy into a stage waits one more
 // k tile: when iteration it starts, the last kInFlight wgmmas of tile it - 1 may still be reading, so the
 // copy goes into the stage of tile it - 2, which every warp finished before the barrier.
@@ -23,6 +26,7 @@
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/pipeline/stage_loader.cuh"
 #include "lutmm/scheduler/split_k.cuh"
+#include "lutmm/scheduler/stream_k.cuh"
 
 namespace lutmm {
 
@@ -45,21 +49,23 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
 
   const int tid = threadIdx.x, lane = tid & 31, strip = tid >> 5;  // warp w owns 16-row strip w
   const int g = lane >> 2;
-  const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
-  const int num_kt = work.kt_end - work.kt_begin;
-
   using Layout = pipeline::StageLayout<K>;
-  const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
-  for (int d = 0; d < K::kStages - 2 && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
-  loader.zero_x_tail(pipe);
-  ptx::grid_dependency_wait();
-  // Prologue: kStages - 2 tiles ahead (one commit per stage, even when empty, keeps the wait count exact).
-#pragma unroll
-  for (int s = 0; s < K::kStages - 2; ++s) {
-    if (s < num_kt) loader.load(pipe, s, work.kt_begin + s);
-    ptx::cp_async_commit();
-  }
 
+  // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
+  scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
+  scheduler::TileWork work;
+  if constexpr (K::kStreamK) {
+    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) return;
+  } else {
+    work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
+  }
+  // The first item's W prefetch may start before the previous kernel is done (see gemm_sm80.cuh).
+  {
+    const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+    for (int d = 0; d < K::kStages - 2 && d < work.kt_end - work.kt_begin; ++d) loader.prefetch_w(work.kt_begin + d);
+  }
+  ptx::grid_dependency_wait();
+  // The table; the first barrier of the main loop publishes it.
   SharedLut shared_lut{reinterpret_cast<const uint8_t*>(pair_table), static_cast<uint32_t>(lane) * 4};
   RegLut reg_lut;
   if constexpr (K::kSharedLut) {
@@ -67,13 +73,6 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   } else {
     reg_lut.load(p.table, lane);
   }
-
-  float acc[1][K::kFragsM][4];
-#pragma unroll
-  for (int j = 0; j < K::kFragsM; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
-  mma::wgmma_fence_operands(acc[0]);
 
   // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
   // 32 * s16) >> 4 to its start-address field.
@@ -83,77 +82,103 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   // so that every wgmma of tile it - 2 is done when iteration it starts.
   constexpr int kABuffers = 4, kInFlight = kABuffers - 1;
   static_assert(K::kSlices % kABuffers == 0 && kInFlight < K::kSlices, "A buffers cycle within a k tile");
-  uint32_t a[kABuffers][4];
-  uint32_t words[K::kBits];
-  uint32_t scale_lo = 0, scale_hi = 0;
 
-  for (int it = 0; it < num_kt; ++it) {
-    ptx::cp_async_wait<K::kStages - 3>();
-    mma::fence_proxy_async_shared();  // this thread's copies (and zeroed rows) -> visible to the tensor cores
-    __syncthreads();                  // stage `it` is complete; every warp is done with stage it - 2
-    const int next = it + K::kStages - 2;
-    if (next < num_kt) loader.load(pipe, next % K::kStages, work.kt_begin + next);
-    ptx::cp_async_commit();
-
-    const int stage = it % K::kStages;
-    const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(pipe, stage));
-    const uint8_t* ss = Layout::scales(pipe, stage);
-    auto scale = [&](int e) { return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e))); };
+  while (true) {
+    const int num_kt = work.kt_end - work.kt_begin;
+    const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+    loader.zero_x_tail(pipe);  // (again for every item: the last one's epilogue tile overwrote the stages)
+    // Prologue: kStages - 2 tiles ahead (one commit per stage, even when empty, keeps the wait count exact).
 #pragma unroll
-    for (int t = 0; t < K::kSlices; ++t) {
-      const int atom = t / 4, s = t % 4;
-      if (s == 0) {  // a new atom: this lane's words of it
-        const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
-        if constexpr (K::kBits == 4) {
-          const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
-          words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
-        } else if constexpr (K::kBits == 2) {
-          const uint2 v = *reinterpret_cast<const uint2*>(src);
-          words[0] = v.x; words[1] = v.y;
-        } else {
-#pragma unroll
-          for (int w = 0; w < K::kBits; ++w) words[w] = src[w];
-        }
-      }
-      // the scale of rows g and g + 8 as pairs, at each group's first slice (long groups: every k tile)
-      if (t == 0 || (kShortGroups && (t * 16) % (kShortGroups ? kGroup : 1) == 0)) {
-        const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;
-        const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
-        const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
-        scale_lo = lo | (lo << 16);
-        scale_hi = hi | (hi << 16);
-      }
-      uint32_t(&frag)[4] = a[t % kABuffers];
-      if constexpr (K::kSharedLut) {
-        shared_lut.slice(words, s, frag);
-      } else {
-        reg_lut.slice(words, s, frag);
-      }
-      frag[0] = mma::mul_x2<K::kBf16>(frag[0], scale_lo);
-      frag[1] = mma::mul_x2<K::kBf16>(frag[1], scale_hi);
-      frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);
-      frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
-
-      const uint32_t offset = stage * K::kStageBytes + (t / 4) * (K::kTileM * 128) + (t % 4) * 32;
-      mma::wgmma_fence();
-      mma::wgmma_m64k16_rs<K::kTileM, K::kBf16>(acc[0], frag, desc0 + (offset >> 4));
-      mma::wgmma_commit();
-      mma::wgmma_wait<kInFlight>();  // slice t - kInFlight is done: its A registers are free for the next slice
+    for (int s = 0; s < K::kStages - 2; ++s) {
+      if (s < num_kt) loader.load(pipe, s, work.kt_begin + s);
+      ptx::cp_async_commit();
     }
-  }
-  mma::wgmma_wait<0>();
-  mma::wgmma_fence_operands(acc[0]);
-  ptx::allow_dependent_launch();
-  ptx::cp_async_wait<0>();
-  __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
 
-  float* tile = reinterpret_cast<float*>(Layout::stage(pipe, 0));
-  epilogue::stage_accumulators<K>(tile, acc, strip, 0, lane);
-  __syncthreads();
-  if (p.cluster_splits) {
-    epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
-  } else {
-    epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid);
+    float acc[1][K::kFragsM][4];
+#pragma unroll
+    for (int j = 0; j < K::kFragsM; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
+    mma::wgmma_fence_operands(acc[0]);
+    uint32_t a[kABuffers][4];
+    uint32_t words[K::kBits];
+    uint32_t scale_lo = 0, scale_hi = 0;
+
+    for (int it = 0; it < num_kt; ++it) {
+      ptx::cp_async_wait<K::kStages - 3>();
+      mma::fence_proxy_async_shared();  // this thread's copies (and zeroed rows) -> visible to the tensor cores
+      __syncthreads();                  // stage `it` is complete; every warp is done with stage it - 2
+      const int next = it + K::kStages - 2;
+      if (next < num_kt) loader.load(pipe, next % K::kStages, work.kt_begin + next);
+      ptx::cp_async_commit();
+
+      const int stage = it % K::kStages;
+      const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(pipe, stage));
+      const uint8_t* ss = Layout::scales(pipe, stage);
+      auto scale = [&](int e) { return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e))); };
+#pragma unroll
+      for (int t = 0; t < K::kSlices; ++t) {
+        const int atom = t / 4, s = t % 4;
+        if (s == 0) {  // a new atom: this lane's words of it
+          const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
+          if constexpr (K::kBits == 4) {
+            const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
+            words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
+          } else if constexpr (K::kBits == 2) {
+            const uint2 v = *reinterpret_cast<const uint2*>(src);
+            words[0] = v.x; words[1] = v.y;
+          } else {
+#pragma unroll
+            for (int w = 0; w < K::kBits; ++w) words[w] = src[w];
+          }
+        }
+        // the scale of rows g and g + 8 as pairs, at each group's first slice (long groups: every k tile)
+        if (t == 0 || (kShortGroups && (t * 16) % (kShortGroups ? kGroup : 1) == 0)) {
+          const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;
+          const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
+          const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
+          scale_lo = lo | (lo << 16);
+          scale_hi = hi | (hi << 16);
+        }
+        uint32_t(&frag)[4] = a[t % kABuffers];
+        if constexpr (K::kSharedLut) {
+          shared_lut.slice(words, s, frag);
+        } else {
+          reg_lut.slice(words, s, frag);
+        }
+        frag[0] = mma::mul_x2<K::kBf16>(frag[0], scale_lo);
+        frag[1] = mma::mul_x2<K::kBf16>(frag[1], scale_hi);
+        frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);
+        frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
+
+        const uint32_t offset = stage * K::kStageBytes + (t / 4) * (K::kTileM * 128) + (t % 4) * 32;
+        mma::wgmma_fence();
+        mma::wgmma_m64k16_rs<K::kTileM, K::kBf16>(acc[0], frag, desc0 + (offset >> 4));
+        mma::wgmma_commit();
+        mma::wgmma_wait<kInFlight>();  // slice t - kInFlight is done: its A registers are free for the next slice
+      }
+    }
+    mma::wgmma_wait<0>();
+    mma::wgmma_fence_operands(acc[0]);
+    // The next kernel of the stream may start launching into the SMs this grid leaves (see gemm_sm80).
+    ptx::allow_dependent_launch();
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
+
+    float* tile = reinterpret_cast<float*>(Layout::stage(pipe, 0));
+    epilogue::stage_accumulators<K>(tile, acc, strip, 0, lane);
+    __syncthreads();
+    if (p.cluster_splits) {
+      epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
+    } else {
+      epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
+    }
+    if constexpr (!K::kStreamK) {
+      break;
+    } else {
+      if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) break;
+    }
+    __syncthreads();  // every thread is done reading the epilogue tile before the next item's copies land
   }
 }
 

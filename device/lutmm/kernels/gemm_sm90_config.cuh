@@ -32,12 +32,14 @@ LUTMM_HOST_DEVICE constexpr bool sm90_tile_m_supported(int tile_m) {
 // kWarpsN warps, in warpgroups of four; warp w owns the 16-row strip w of the tile (warpgroup g's wgmma
 // covers rows 64g .. 64g + 63) and every one of the tile's kTileM x rows. The members the shared pipeline,
 // table and epilogue code read have the sm80 meaning (one strip per warp, one warp row, no k groups).
+// kStreamK: the block runs a Stream-K run of (tile, K range) items (scheduler/stream_k.cuh) instead of one
+// split-K item; a separate instantiation, so the split-K kernel keeps its straight-line registers.
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kLutRowBytes_>
+          int kLutRowBytes_, bool kStreamK_ = false>
 struct Sm90Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = 1, kWarpsK = 1;
-  static constexpr bool kBf16 = kBf16_, kWInRegisters = false, kWgmmaLayout = true;
+  static constexpr bool kBf16 = kBf16_, kWInRegisters = false, kWgmmaLayout = true, kStreamK = kStreamK_;
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;
 

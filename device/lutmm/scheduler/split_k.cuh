@@ -10,10 +10,12 @@ namespace lutmm::scheduler {
 struct TileWork {
   int n0, m0;          // first W row / first x row of the tile
   int tile_id;         // index of the output tile (counters, workspace)
-  int split;           // which K split
+  int split;           // which K split (its place in the tile's fixed summation order)
+  int splits;          // how many blocks share the tile
   int kt_begin, kt_end;  // k tiles [begin, end)
 };
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)  // (TileWork alone is host-visible, for the CPU tests)
 template <int kTileN, int kTileM>
 LUTMM_DEVICE TileWork split_k_work(const GemmParams& p) {
   TileWork w;
@@ -21,10 +23,12 @@ LUTMM_DEVICE TileWork split_k_work(const GemmParams& p) {
   w.m0 = blockIdx.y * kTileM;
   w.tile_id = blockIdx.y * gridDim.x + blockIdx.x;
   w.split = blockIdx.z;
+  w.splits = p.splits;
   w.kt_begin = w.split * p.k_tiles_per_split;
   const int end = w.kt_begin + p.k_tiles_per_split;
   w.kt_end = end < p.k_tiles ? end : p.k_tiles;
   return w;
 }
+#endif
 
 }  // namespace lutmm::scheduler

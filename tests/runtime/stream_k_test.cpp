@@ -1,0 +1,90 @@
+// The Stream-K schedule (device/lutmm/scheduler/stream_k.cuh), walked on the CPU for every block of a grid:
+// every (tile, k tile) unit is done exactly once, a block's items are contiguous, the blocks sharing a tile
+// number themselves 0..S-1 in K order (the fixed order their partial tiles are added in), and the host's
+// workspace sizing (stream_k_shape) agrees with the kernel's count of sharing blocks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <vector>
+
+#include "described_gpus.hpp"
+#include "lutmm/config.hpp"
+#include "lutmm/scheduler/stream_k.cuh"
+
+namespace lutmm {
+namespace {
+
+constexpr int kTileN = 256, kTileM = 64;
+
+// Returns the most blocks that shared one tile.
+int walk(int tiles_n, int tiles_m, int k_tiles, int blocks) {
+  GemmParams p{};
+  p.tiles_n = tiles_n;
+  p.tiles_m = tiles_m;
+  p.k_tiles = k_tiles;
+  const int64_t tiles = static_cast<int64_t>(tiles_n) * tiles_m;
+  std::vector<int> done(static_cast<size_t>(tiles * k_tiles), 0);
+  std::map<int, std::vector<scheduler::TileWork>> by_tile;
+  for (int b = 0; b < blocks; ++b) {
+    scheduler::StreamK sk(p, b, blocks);
+    scheduler::TileWork w{};
+    int64_t last_unit = -1;
+    while (sk.next_work<kTileN, kTileM>(p, w)) {
+      EXPECT_LT(w.kt_begin, w.kt_end);
+      EXPECT_EQ(w.n0, (w.tile_id % tiles_n) * kTileN);
+      EXPECT_EQ(w.m0, (w.tile_id / tiles_n) * kTileM);
+      const int64_t first = static_cast<int64_t>(w.tile_id) * k_tiles + w.kt_begin;
+      if (last_unit >= 0) EXPECT_EQ(first, last_unit + 1) << "block " << b << " skips units";
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) ++done[static_cast<size_t>(w.tile_id) * k_tiles + kt];
+      last_unit = static_cast<int64_t>(w.tile_id) * k_tiles + w.kt_end - 1;
+      by_tile[w.tile_id].push_back(w);
+    }
+  }
+  for (size_t u = 0; u < done.size(); ++u) EXPECT_EQ(done[u], 1) << "unit " << u;
+  int most = 0;
+  for (const auto& [tile, items] : by_tile) {
+    // the items arrive in block order, which is K order; each knows its place and the count
+    for (size_t i = 0; i < items.size(); ++i) {
+      EXPECT_EQ(items[i].split, static_cast<int>(i)) << "tile " << tile;
+      EXPECT_EQ(items[i].splits, static_cast<int>(items.size())) << "tile " << tile;
+      if (i > 0) EXPECT_EQ(items[i].kt_begin, items[i - 1].kt_end) << "tile " << tile;
+    }
+    EXPECT_EQ(items.front().kt_begin, 0);
+    EXPECT_EQ(items.back().kt_end, k_tiles);
+    most = std::max(most, static_cast<int>(items.size()));
+  }
+  EXPECT_EQ(static_cast<int64_t>(by_tile.size()), tiles);
+  return most;
+}
+
+TEST(StreamK, EveryUnitOnceAndSharedTilesInKOrder) {
+  walk(112, 1, 128, 132);  // 64 x 28672 x 8192 on 256 x 64 tiles, one block per H200 SM
+  walk(56, 1, 64, 132);    // more blocks than tiles: every tile shared by two or three blocks
+  walk(7, 3, 5, 21);       // one unit per block
+  walk(7, 3, 5, 1);        // one block does everything
+  walk(1, 1, 1, 1);
+  walk(33, 2, 17, 50);
+}
+
+TEST(StreamK, HostWorkspaceSizingMatchesTheKernelsSharing) {
+  const DeviceInfo dev = test::described_h200();
+  const KernelConfig c = KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256");
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{64, 28672, 8192}, {64, 14336, 4096}, {77, 4096, 4096}}) {
+    const Problem p = Problem::of(m, n, k);
+    const StreamKShape s = stream_k_shape(c, p, dev);
+    ASSERT_GT(s.blocks, 0);
+    EXPECT_LE(s.blocks, dev.sm_count * resident_blocks_per_sm(c, p, dev));
+    const int tiles_n = static_cast<int>((n + 255) / 256), tiles_m = static_cast<int>((m + 63) / 64);
+    EXPECT_EQ(s.tiles, static_cast<int64_t>(tiles_n) * tiles_m);
+    EXPECT_EQ(walk(tiles_n, tiles_m, s.k_tiles, s.blocks), s.max_sharing) << m << "x" << n << "x" << k;
+  }
+  // the schedule belongs to the sm90 family
+  KernelConfig sm80 = KernelConfig::parse("sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem");
+  sm80.split_k = kStreamK;
+  EXPECT_NE(config_invalid_reason(sm80, Problem::of(64, 8192, 8192), dev).find("Stream-K"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lutmm
