@@ -36,31 +36,25 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   // tile shape is the same source, cache key and loaded module.
   KernelConfig kernel = c;
   kernel.split_k = c.split_k == kStreamK ? kStreamK : 0;  // Stream-K is its own instantiation
-  if (c.family == 90) {
-    return request(kGemmKernelName, arch, fmt::format(
-        "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
-        "#include \"lutmm/kernels/gemm_sm90.cuh\"\n"
-        "using Kernel = lutmm::Sm90Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {slut}, {stream}>;\n"
-        "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
-        "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm90<Kernel>(p); }}\n",
-        fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
-        fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
-        fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
-        fmt::arg("wn", c.warps_n), fmt::arg("slut", lut_row_bytes(c.lut)), fmt::arg("stream", c.split_k == kStreamK),
-        fmt::arg("name", kGemmKernelName)));
-  }
+  const int group = kernel_group(p), lut_bytes = lut_row_bytes(c.lut);
+  const bool bf16 = p.dtype == DType::bf16;
+  // The family's traits struct (kernels/gemm_sm80_config.cuh, gemm_sm90_config.cuh) and entry function.
+  const std::string traits =
+      c.family == 90
+          ? fmt::format("Sm90Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16, c.tile_n, c.tile_m,
+                        c.tile_k, c.stages, c.warps_n, lut_bytes, c.split_k == kStreamK)
+          : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16, c.tile_n,
+                        c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, lut_bytes, c.w_in_registers, c.warps_k);
+  const char* family = c.family == 90 ? "sm90" : "sm80";
   return request(kGemmKernelName, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
-      "#include \"lutmm/kernels/gemm_sm80.cuh\"\n"
-      "using Kernel = lutmm::Sm80Kernel<{bits}, {group}, {bf16}, {tn}, {tm}, {tk}, {st}, {wn}, {wm}, {slut}, {wreg}, {wk}>;\n"
+      "#include \"lutmm/kernels/gemm_{family}.cuh\"\n"
+      "using Kernel = lutmm::{traits};\n"
       "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, {min_blocks})\n"
-      "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_sm80<Kernel>(p); }}\n",
-      fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", kernel_group(p)),
-      fmt::arg("dtype", p.dtype == DType::bf16 ? "bf16" : "fp16"), fmt::arg("bf16", p.dtype == DType::bf16),
-      fmt::arg("tn", c.tile_n), fmt::arg("tm", c.tile_m), fmt::arg("tk", c.tile_k), fmt::arg("st", c.stages),
-      fmt::arg("wn", c.warps_n), fmt::arg("wm", c.warps_m), fmt::arg("slut", lut_row_bytes(c.lut)),
-      fmt::arg("wreg", c.w_in_registers), fmt::arg("wk", c.warps_k), fmt::arg("min_blocks", c.min_blocks),
-      fmt::arg("name", kGemmKernelName)));
+      "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_{family}<Kernel>(p); }}\n",
+      fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", group),
+      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("family", family), fmt::arg("traits", traits),
+      fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", kGemmKernelName)));
 }
 
 jit::CompileRequest pack_kernel_request(int bits, int arch) {

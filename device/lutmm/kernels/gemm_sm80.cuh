@@ -35,16 +35,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   extern __shared__ __align__(128) uint8_t smem[];
   using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
   using RegLut = lut::RegisterLut<K::kBits>;
-  // A 128-byte-row pair table is static shared memory. Either way its address is a link-time constant, so
-  // each lookup is one LDS with an immediate base (see lut/code_index.cuh: pair_offset). Declared only when
-  // used: two blocks of 128 x 64 tiles with the 64 KB table fill an H200 SM to the byte, and any static
-  // shared memory beyond the table leaves room for one (the epilogue's 128-byte flag did: 1.3x slower,
-  // docs/NOTES.md v1.7).
-  uint32_t* pair_table = reinterpret_cast<uint32_t*>(smem);
-  if constexpr (K::kLutRowBytes == 128) {
-    __shared__ __align__(16) uint32_t static_pair_table[SharedLut::kWords];
-    pair_table = static_pair_table;
-  }
+  uint32_t* const pair_table = lut::pair_table_storage<K::kBits, K::kLutRowBytes>(smem);
   constexpr bool kScaleInAcc = K::kFragsM <= 2;
   // k tiles of W prefetched into L2 beyond the stages. The register path (kWInRegisters) keeps only one k
   // tile in flight per warp and needs it (1x8192x28672: 52 -> 41 us with 4); the cp.async stages keep
@@ -154,17 +145,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int w = 0; w < K::kBits; ++w) words[w] = w_cur[fn][atom][w];
     } else {
-      const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
-      if constexpr (K::kBits == 4) {
-        const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
-        words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
-      } else if constexpr (K::kBits == 2) {
-        const uint2 v = *reinterpret_cast<const uint2*>(src);
-        words[0] = v.x; words[1] = v.y;
-      } else {
-#pragma unroll
-        for (int w = 0; w < K::kBits; ++w) words[w] = src[w];
-      }
+      lut::load_lane_words<K::kBits>(
+          ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits, words);
     }
   };
 

@@ -36,11 +36,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   extern __shared__ __align__(1024) uint8_t smem[];
   using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
   using RegLut = lut::RegisterLut<K::kBits>;
-  uint32_t* pair_table = reinterpret_cast<uint32_t*>(smem);
-  if constexpr (K::kLutRowBytes == 128) {
-    __shared__ __align__(16) uint32_t static_pair_table[SharedLut::kWords];
-    pair_table = static_pair_table;
-  }
+  uint32_t* const pair_table = lut::pair_table_storage<K::kBits, K::kLutRowBytes>(smem);
   // The stages' x tiles are wgmma operands: swizzle atoms start on 1024-byte boundaries. The table stays at
   // the dynamic base (a link-time address: its loads take an immediate base); the stages move up.
   uint8_t* const pipe = smem + ((1024u - (ptx::smem_addr(smem) & 1023u)) & 1023u);
@@ -120,17 +116,8 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
       for (int t = 0; t < K::kSlices; ++t) {
         const int atom = t / 4, s = t % 4;
         if (s == 0) {  // a new atom: this lane's words of it
-          const uint32_t* src = ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits;
-          if constexpr (K::kBits == 4) {
-            const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
-            words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
-          } else if constexpr (K::kBits == 2) {
-            const uint2 v = *reinterpret_cast<const uint2*>(src);
-            words[0] = v.x; words[1] = v.y;
-          } else {
-#pragma unroll
-            for (int w = 0; w < K::kBits; ++w) words[w] = src[w];
-          }
+          lut::load_lane_words<K::kBits>(
+              ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits, words);
         }
         // the scale of rows g and g + 8 as pairs, at each group's first slice (long groups: every k tile)
         if (t == 0 || (kShortGroups && (t * 16) % (kShortGroups ? kGroup : 1) == 0)) {

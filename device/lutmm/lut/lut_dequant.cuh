@@ -30,6 +30,29 @@ LUTMM_DEVICE uint32_t table_entry_of_lane(const uint16_t* table, int lane) {
   return lane < (1 << kBits) ? static_cast<uint32_t>(__ldg(table + lane)) : 0u;
 }
 
+// This lane's kBits packed words of one atom at src (in shared memory): one 16-byte load for 4 bits, 8 for
+// 2; 3-bit lanes own 12 bytes at a 12-byte stride, only 4-byte aligned, so three words.
+template <int kBits>
+LUTMM_DEVICE void load_lane_words(const uint32_t* src, uint32_t (&words)[kBits]) {
+  if constexpr (kBits == 4) {
+    const dev::uint4_t v = *reinterpret_cast<const dev::uint4_t*>(src);
+    words[0] = v.x; words[1] = v.y; words[2] = v.z; words[3] = v.w;
+  } else if constexpr (kBits == 2) {
+    const uint2 v = *reinterpret_cast<const uint2*>(src);
+    words[0] = v.x; words[1] = v.y;
+  } else {
+#pragma unroll
+    for (int w = 0; w < kBits; ++w) words[w] = src[w];
+  }
+}
+
+// Where a kernel's pair table lives: 128-byte rows in static shared memory (declared only by the kernels
+// that use it: any static shared memory beyond the table can cost a block its place on an SM, docs/NOTES.md
+// v1.7), 256-byte rows at the start of the dynamic shared memory (kRowBytes 0, a register table, declares
+// nothing). Either way a link-time address, so each lookup is one LDS with an immediate base.
+template <int kBits, int kRowBytes>
+LUTMM_DEVICE uint32_t* pair_table_storage(uint8_t* dynamic_smem);
+
 template <int kBits, int kRowBytes = 128>
 struct SharedPairLut {
   static constexpr int kEntries = 1 << (2 * kBits);
@@ -68,6 +91,16 @@ struct SharedPairLut {
     }
   }
 };
+
+template <int kBits, int kRowBytes>
+LUTMM_DEVICE uint32_t* pair_table_storage(uint8_t* dynamic_smem) {
+  if constexpr (kRowBytes == 128) {
+    __shared__ __align__(16) uint32_t static_pair_table[SharedPairLut<kBits, 128>::kWords];
+    return static_pair_table;
+  } else {
+    return reinterpret_cast<uint32_t*>(dynamic_smem);
+  }
+}
 
 template <int kBits>
 struct RegisterLut {
