@@ -8,8 +8,9 @@
 // tensor cores read straight from shared memory. What that changes against mma.sync:
 //  * no ldmatrix of x and no x fragments in registers: at M = 64 x was ~60% of the sm80 kernel's shared-
 //    memory traffic, and its accumulators plus x fragments capped it at two warps per scheduler;
-//  * the MMA is asynchronous: up to kInFlight slices multiply while the warp looks up the next slice's codes
-//    (kInFlight + 1 A register sets take turns; wgmma_wait<kInFlight> frees the oldest).
+//  * the MMA is asynchronous: up to kInFlight slices multiply while the warp looks up the next slice's codes,
+//    whose lookups are issued before the current slice's wgmma (kInFlight + 2 A register sets take turns;
+//    wgmma_wait<kInFlight> frees the oldest).
 // The group scale multiplies the fragment (one HMUL2 per register) before the MMA, as sm80 does at large M.
 //
 // Work: one (tile, K split) per block, or under Stream-K (scheduler/stream_k.cuh) a run of (tile, K range)
@@ -74,9 +75,9 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   // 32 * s16) >> 4 to its start-address field.
   const uint64_t desc0 = mma::wgmma_desc_k_major_sw128(ptx::smem_addr(Layout::x(pipe, 0)));
   // Slice t's A fragment lives in a[t % kABuffers] (kSlices is a multiple of 4: the index carries across
-  // k tiles) until its wgmma is done, kInFlight slices later; never more than a k tile's slices in flight,
-  // so that every wgmma of tile it - 2 is done when iteration it starts.
-  constexpr int kABuffers = 4, kInFlight = kABuffers - 1;
+  // k tiles) from its lookups, one slice ahead of its wgmma, until that wgmma is done kInFlight slices later;
+  // never more than a k tile's slices in flight, so every wgmma of tile it - 2 is done when iteration it starts.
+  constexpr int kABuffers = 4, kInFlight = kABuffers - 2;
   static_assert(K::kSlices % kABuffers == 0 && kInFlight < K::kSlices, "A buffers cycle within a k tile");
 
   while (true) {
@@ -112,8 +113,8 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
       const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(pipe, stage));
       const uint8_t* ss = Layout::scales(pipe, stage);
       auto scale = [&](int e) { return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e))); };
-#pragma unroll
-      for (int t = 0; t < K::kSlices; ++t) {
+      // Slice t's A fragment: its codes looked up, times its rows' group scales.
+      auto dequantize = [&](int t) {
         const int atom = t / 4, s = t % 4;
         if (s == 0) {  // a new atom: this lane's words of it
           lut::load_lane_words<K::kBits>(
@@ -137,12 +138,19 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
         frag[1] = mma::mul_x2<K::kBf16>(frag[1], scale_hi);
         frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);
         frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
-
+      };
+      // One slice of lookahead: slice t + 1's lookups are issued before slice t's wgmma. (The wgmma fence,
+      // commit and wait are compiler barriers for memory, so the compiler cannot move the shared-memory
+      // lookups across them itself: without this each slice's lookup latency sat between two wgmmas.)
+      dequantize(0);
+#pragma unroll
+      for (int t = 0; t < K::kSlices; ++t) {
+        if (t + 1 < K::kSlices) dequantize(t + 1);
         const uint32_t offset = stage * K::kStageBytes + (t / 4) * (K::kTileM * 128) + (t % 4) * 32;
         mma::wgmma_fence();
-        mma::wgmma_m64k16_rs<K::kTileM, K::kBf16>(acc[0], frag, desc0 + (offset >> 4));
+        mma::wgmma_m64k16_rs<K::kTileM, K::kBf16>(acc[0], a[t % kABuffers], desc0 + (offset >> 4));
         mma::wgmma_commit();
-        mma::wgmma_wait<kInFlight>();  // slice t - kInFlight is done: its A registers are free for the next slice
+        mma::wgmma_wait<kInFlight>();  // slice t - kInFlight is done: its A registers are free again
       }
     }
     mma::wgmma_wait<0>();
