@@ -29,6 +29,12 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
+// wgmma exists only on the arch-specific target: compiled for anything else, the MMAs would vanish (their
+// wrappers trap), so refuse to compile instead (runtime/kernel_source.cpp asks NVRTC for sm_90a).
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "the sm90 kernel family needs the sm_90a target (wgmma)"
+#endif
+
 namespace lutmm {
 
 template <class K>
