@@ -13,6 +13,7 @@
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "lutmm/kernels/gemm_sm90_config.cuh"
 #include "lutmm/pack.hpp"
+#include "lutmm/scheduler/stream_k.cuh"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
 
@@ -224,9 +225,8 @@ StreamKShape stream_k_shape(const KernelConfig& c, const Problem& p, const Devic
   // one wave, every block with at least two k tiles of work (a shorter run is all pipeline fill)
   const int64_t wave = static_cast<int64_t>(std::max(1, dev.sm_count)) * resident_blocks_per_sm(c, p, dev);
   s.blocks = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(wave, units / 2), 1, wave));
-  // Block b owns units [b U / G, (b + 1) U / G) (scheduler/stream_k.cuh); tile t's K range meets the blocks
-  // first(t) .. last(t), the block of a unit u being ((u + 1) G - 1) / U.
-  auto block_of = [&](int64_t u) { return ((u + 1) * s.blocks - 1) / units; };
+  // The kernel's own schedule (scheduler/stream_k.cuh): tile t's K range meets blocks first(t) .. last(t).
+  auto block_of = [&](int64_t u) { return scheduler::StreamK::block_of(u, s.blocks, units); };
   for (int64_t t = 0; t < s.tiles; ++t) {
     const int64_t sharing = block_of((t + 1) * s.k_tiles - 1) - block_of(t * s.k_tiles) + 1;
     s.max_sharing = std::max(s.max_sharing, static_cast<int>(sharing));
