@@ -103,11 +103,11 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
-  int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k, lut_row_bytes,
-      w_in_registers, min_blocks;
+  int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
+      lut_row_bytes, w_in_registers, min_blocks;
   auto tie() const {
-    return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
-                    lut_row_bytes, w_in_registers, min_blocks);
+    return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
+                    warps_k, lut_row_bytes, w_in_registers, min_blocks);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -121,9 +121,9 @@ std::mutex g_kernel_mutex;
 std::map<KernelKey, ReadyKernel> g_kernels;
 
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
-  const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p), p.dtype == DType::bf16, c.tile_n, c.tile_m,
-                      c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k, lut_row_bytes(c.lut), c.w_in_registers,
-                      c.min_blocks};
+  const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
+                      p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
+                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
@@ -270,7 +270,6 @@ struct Plan {
   jit::LaunchAttributes launch;  // programmatic dependent launch, split-K clusters
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   int tiles_n = 0, tiles_m = 0;
-  bool stream_k = false;
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
@@ -334,7 +333,6 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   plan.launch.overlap_previous = dependent_launch(dev);
   if (c.split_k == kStreamK) {  // one wave of blocks; splits = the most blocks sharing a tile (slot stride)
     const StreamKShape sk = stream_k_shape(c, p, dev);
-    plan.stream_k = true;
     plan.splits = sk.max_sharing;
     plan.grid = dim3(static_cast<unsigned>(sk.blocks));
   } else {
@@ -418,7 +416,6 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.k_tiles_per_split = (plan->k_tiles + plan->splits - 1) / plan->splits;  // (unused by Stream-K)
   params.splits = plan->splits;
   params.cluster_splits = plan->launch.cluster_z > 1 ? 1 : 0;
-  params.stream_k = plan->stream_k ? 1 : 0;
   params.tiles_n = plan->tiles_n;
   params.tiles_m = plan->tiles_m;
   params.workspace = plan->workspace;

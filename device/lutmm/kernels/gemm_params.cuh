@@ -20,9 +20,8 @@ struct GemmParams {
   int splits;               // gridDim.z (Stream-K: the most blocks sharing one tile, the workspace's stride)
   int cluster_splits;       // 1: the splits of a tile form one thread-block cluster (sm_90+) and reduce
                             // through distributed shared memory; workspace and counters are then unused
-  int stream_k;             // 1: Stream-K (scheduler/stream_k.cuh): a 1-D grid of one wave of blocks, each taking
-                            // a contiguous run of the tiles_n x tiles_m x k_tiles (tile, k tile) units
-  int tiles_n, tiles_m;     // output tiles along N and M (Stream-K)
+  int tiles_n, tiles_m;     // output tiles along N and M (Stream-K, scheduler/stream_k.cuh: a 1-D grid of one
+                            // wave of blocks, each taking a run of the tiles_n x tiles_m x k_tiles units)
 };
 
 }  // namespace lutmm
