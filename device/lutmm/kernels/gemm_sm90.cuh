@@ -29,16 +29,15 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
-// wgmma exists only on the arch-specific target: compiled for anything else, the MMAs would vanish (their
-// wrappers trap), so refuse to compile instead (runtime/kernel_source.cpp asks NVRTC for sm_90a).
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "the sm90 kernel family needs the sm_90a target (wgmma)"
-#endif
-
 namespace lutmm {
 
 template <class K>
 LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
+  // wgmma exists only on the arch-specific target: instantiated for anything else, the MMAs would vanish
+  // (their wrappers trap), so refuse to compile instead (runtime/kernel_source.cpp asks NVRTC for sm_90a).
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(sizeof(K) == 0, "the sm90 kernel family needs the sm_90a target (wgmma)");
+#endif
   // [256-byte-row pair table][padding to 1024 bytes][stages (later the epilogue tile)]
   extern __shared__ __align__(1024) uint8_t smem[];
   using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
