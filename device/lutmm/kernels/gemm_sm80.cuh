@@ -33,8 +33,6 @@ template <class K>
 LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // [256-byte-row pair table][the pipeline stages (later the epilogue tile)]
   extern __shared__ __align__(128) uint8_t smem[];
-  using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
-  using RegLut = lut::RegisterLut<K::kBits>;
   uint32_t* const pair_table = lut::pair_table_storage<K::kBits, K::kLutRowBytes>(smem);
   constexpr bool kScaleInAcc = K::kFragsM <= 2;
   // k tiles of W prefetched into L2 beyond the stages. The register path (kWInRegisters) keeps only one k
@@ -67,13 +65,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   }
 
   // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
-  SharedLut shared_lut{reinterpret_cast<const uint8_t*>(pair_table), static_cast<uint32_t>(lane) * 4};
-  RegLut reg_lut;
-  if constexpr (K::kSharedLut) {
-    SharedLut::build(pair_table, p.table, tid, K::kThreads);
-  } else {
-    reg_lut.load(p.table, lane);
-  }
+  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
 
   float acc[K::kFragsN][K::kFragsM][4];
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
@@ -198,11 +190,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
           const int strip = warp_n * K::kFragsN + fn;
           if (s == 0) load_strip_words(ws, fn, strip, atom, words[fn]);  // a new atom
           uint32_t a[4];
-          if constexpr (K::kSharedLut) {
-            shared_lut.slice(words[fn], s, a);
-          } else {
-            reg_lut.slice(words[fn], s, a);
-          }
+          dequantizer.slice(words[fn], s, a);
           if constexpr (kScaleInAcc) {
             if (group_start) {
 #pragma unroll

@@ -40,8 +40,6 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
 #endif
   // [256-byte-row pair table][padding to 1024 bytes][stages (later the epilogue tile)]
   extern __shared__ __align__(1024) uint8_t smem[];
-  using SharedLut = lut::SharedPairLut<K::kBits, K::kLutRowBytes == 256 ? 256 : 128>;
-  using RegLut = lut::RegisterLut<K::kBits>;
   uint32_t* const pair_table = lut::pair_table_storage<K::kBits, K::kLutRowBytes>(smem);
   // The stages' x tiles are wgmma operands: swizzle atoms start on 1024-byte boundaries. The table stays at
   // the dynamic base (a link-time address: its loads take an immediate base); the stages move up.
@@ -68,13 +66,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   }
   ptx::grid_dependency_wait();
   // The table; the first barrier of the main loop publishes it.
-  SharedLut shared_lut{reinterpret_cast<const uint8_t*>(pair_table), static_cast<uint32_t>(lane) * 4};
-  RegLut reg_lut;
-  if constexpr (K::kSharedLut) {
-    SharedLut::build(pair_table, p.table, tid, K::kThreads);
-  } else {
-    reg_lut.load(p.table, lane);
-  }
+  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
 
   // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
   // 32 * s16) >> 4 to its start-address field.
@@ -134,11 +126,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
           scale_hi = hi | (hi << 16);
         }
         uint32_t(&frag)[4] = a[t % kABuffers];
-        if constexpr (K::kSharedLut) {
-          shared_lut.slice(words, s, frag);
-        } else {
-          reg_lut.slice(words, s, frag);
-        }
+        dequantizer.slice(words, s, frag);
         frag[0] = mma::mul_x2<K::kBf16>(frag[0], scale_lo);
         frag[1] = mma::mul_x2<K::kBf16>(frag[1], scale_hi);
         frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);

@@ -149,4 +149,32 @@ struct RegisterLut {
   }
 };
 
+// The dequantizer a kernel uses: the pair table in shared memory (kRowBytes 128 or 256, at `storage`:
+// pair_table_storage) or the register table (kRowBytes 0). Constructed by every thread of the block (the
+// shared table is built cooperatively; the caller's next barrier publishes it).
+template <int kBits, int kRowBytes>
+struct KernelLut {
+  static constexpr bool kShared = kRowBytes != 0;
+  using Shared = SharedPairLut<kBits, kRowBytes == 256 ? 256 : 128>;
+  Shared shared;
+  RegisterLut<kBits> reg;
+
+  LUTMM_DEVICE KernelLut(uint32_t* storage, const uint16_t* table, int tid, int threads)
+      : shared{reinterpret_cast<const uint8_t*>(storage), static_cast<uint32_t>(tid & 31) * 4} {
+    if constexpr (kShared) {
+      Shared::build(storage, table, tid, threads);
+    } else {
+      reg.load(table, tid & 31);
+    }
+  }
+
+  LUTMM_DEVICE void slice(const uint32_t* w, int s, uint32_t (&a)[4]) const {
+    if constexpr (kShared) {
+      shared.slice(w, s, a);
+    } else {
+      reg.slice(w, s, a);
+    }
+  }
+};
+
 }  // namespace lutmm::lut
