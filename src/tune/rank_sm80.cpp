@@ -18,7 +18,9 @@
 //   estimate  = max(SM, DRAM, L2) + launch + (splits > 1: the reduction's pass over the partial sums)
 //
 // The rates are per SM and per architecture (public figures, rounded; the mma.sync rate is what this
-// family can reach, below the wgmma/tcgen05 peak of sm_90 and sm_100). The dequant rate is the LUT decode
+// family can reach, below the wgmma/tcgen05 peak of sm_90 and sm_100). The sm90 family's candidates go
+// through the same model with its two differences: wgmma at the dense rate (790 against 640 TFLOP/s
+// measured on the H200) and x read by the tensor cores once per warpgroup instead of by every warp. The dequant rate is the LUT decode
 // throughput; a table in registers decodes a little slower than one in shared memory but leaves more
 // shared memory for residency.
 #include <algorithm>
@@ -78,12 +80,15 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const double k_len = k_steps * c.tile_k;
   const double flops = 2.0 * c.tile_m * c.tile_n * k_len;
   const double decode_rate = r.dequant_per_us * (shared_lut ? 1.0 : 0.85);
-  const double mma = flops / r.mma_flops_per_us;
+  // the sm90 family's wgmma runs at the dense peak (~790 TFLOP/s on an H200 against ~640 for mma.sync)
+  const double mma = flops / (c.family == 90 ? r.mma_flops_per_us * 790.0 / 640.0 : r.mma_flops_per_us);
   const double decode = static_cast<double>(c.tile_n) * k_len * c.warps_m / decode_rate;
   // Per k16 slice every warp reads its W strips (16 x 16 codes each) and its x fragments (8 x 16 values).
   // (With w_in_registers the W codes skip shared memory.)
   const double w_strip_bytes = c.w_in_registers ? 0.0 : 16.0 * 16.0 * p.bits / 8.0;
-  const double warp_bytes = (c.tile_n / c.warps_n / 16) * w_strip_bytes + (c.tile_m / c.warps_m / 8) * 256.0;
+  // (The sm90 family's tensor cores read x once per warpgroup, a quarter of a warp's x per warp.)
+  const double x_warp_bytes = c.family == 90 ? c.tile_m * 8.0 : (c.tile_m / c.warps_m / 8) * 256.0;
+  const double warp_bytes = (c.tile_n / c.warps_n / 16) * w_strip_bytes + x_warp_bytes;
   const double smem_reads = warp_bytes * c.warps_n * c.warps_m * (k_len / 16.0) / r.smem_bytes_per_us;
   const double widest = std::max({mma, decode, smem_reads});
   const double compute = widest + 0.25 * (mma + decode + smem_reads - widest);
