@@ -83,7 +83,8 @@ void check_problem(const Problem& p);
 std::string config_invalid_reason(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
 // Every config the library offers for p on dev (split_k concrete values and auto).
 std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev);
-// The built-in choice without measurement (runtime/heuristics_sm80.cpp). split_k comes out concrete.
+// The built-in choice without measurement (runtime/heuristics_sm90.cpp on sm_90 GPUs where that family wins,
+// runtime/heuristics_sm80.cpp otherwise). split_k comes out concrete (never Stream-K).
 KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev);
 // How many blocks of cfg fit on one SM of dev at once (shared memory, threads, an estimate of registers).
 int resident_blocks_per_sm(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);

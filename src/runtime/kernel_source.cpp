@@ -16,9 +16,9 @@ namespace {
 // later families do and one target per GPU keeps the cache simple.
 bool arch_specific(int arch) { return arch == 90 || arch == 100 || arch == 103; }
 
-jit::CompileRequest request(const char* kernel_name, int arch, std::string source) {
+jit::CompileRequest request(std::string kernel_name, int arch, std::string source) {
   jit::CompileRequest r;
-  r.kernel_name = kernel_name;
+  r.kernel_name = std::move(kernel_name);
   r.arch = arch;
   r.arch_specific = arch_specific(arch);
   r.source = std::move(source);
@@ -46,7 +46,8 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
           : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16, c.tile_n,
                         c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, lut_bytes, c.w_in_registers, c.warps_k);
   const char* family = c.family == 90 ? "sm90" : "sm80";
-  return request(kGemmKernelName, arch, fmt::format(
+  const std::string name = fmt::format("lutmm_gemm_{}", family);
+  return request(name, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
       "#include \"lutmm/kernels/gemm_{family}.cuh\"\n"
       "using Kernel = lutmm::{traits};\n"
@@ -54,7 +55,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
       "{name}(const __grid_constant__ lutmm::GemmParams p) {{ lutmm::gemm_{family}<Kernel>(p); }}\n",
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", group),
       fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("family", family), fmt::arg("traits", traits),
-      fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", kGemmKernelName)));
+      fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", name)));
 }
 
 jit::CompileRequest pack_kernel_request(int bits, int arch) {

@@ -5,7 +5,7 @@
 
 namespace lutmm {
 
-inline constexpr const char* kGemmKernelName = "lutmm_gemm_sm80";
+// The GEMM kernels are named after their family: lutmm_gemm_sm80, lutmm_gemm_sm90 (what a profiler shows).
 inline constexpr const char* kPackKernelName = "lutmm_pack_codes";
 
 // group_size >= k (one scale per row) compiles as group 0.
