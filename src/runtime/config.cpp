@@ -170,9 +170,11 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
   const int smem = config_shared_bytes(c, p) + 1024;
   int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
   if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
-  // The kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large ones;
-  // an _occN kernel is compiled to leave room for N blocks.
-  const int regs = c.min_blocks > 1 ? 0 : (c.family == 90 ? (c.tile_m >= 128 ? 168 : 128) : (c.tile_m >= 64 ? 192 : 128));
+  // The sm80 kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large
+  // ones; an _occN kernel is compiled to leave room for N blocks. The sm90 ones (ptxas, session 5): 62-136
+  // below 128 x rows a tile, 115-216 from 128 up.
+  const int large_m_regs = c.family == 90 ? 168 : 192;
+  const int regs = c.min_blocks > 1 ? 0 : (c.tile_m >= (c.family == 90 ? 128 : 64) ? large_m_regs : 128);
   if (dev.regs_per_sm > 0 && regs > 0) blocks = std::min(blocks, dev.regs_per_sm / (regs * c.threads()));
   return std::max(blocks, 1);
 }
