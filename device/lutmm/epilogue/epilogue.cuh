@@ -60,6 +60,15 @@ LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int first, i
   }
 }
 
+// Stores the block's float tile (shared memory, kEpilogueLd floats a row) as the output.
+template <class K>
+LUTMM_DEVICE void store_tile(const GemmParams& p, const float* tile, int n0, int m0, int tid) {
+  store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = tile[r * K::kEpilogueLd + c + j];
+  });
+}
+
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it
 // varies per tile and comes as stream_splits.
 template <class K>
@@ -68,40 +77,71 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   // (read at each use, as p.splits itself: a local copy changed the sm80 kernels' SASS)
   auto splits = [&]() { if constexpr (K::kStreamK) { return stream_splits; } else { return p.splits; } };
   if (splits() == 1) {
-    store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = tile[r * K::kEpilogueLd + c + j];
-    });
+    store_tile<K>(p, tile, n0, m0, tid);
     return;
   }
   constexpr int kTileFloats = K::kTileM * K::kTileN;
+  constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
   const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // rows past M are never read back
   float* slots = p.workspace + static_cast<int64_t>(tile_id) * p.splits * kTileFloats;
   float* mine = slots + static_cast<int64_t>(split) * kTileFloats;
-  for (int i = tid; i < rows * (K::kTileN / 4); i += K::kThreads) {
-    const int r = i / (K::kTileN / 4), c = (i % (K::kTileN / 4)) * 4;
+  for (int i = tid; i < rows * kQuads; i += K::kThreads) {
+    const int r = i / kQuads, c = (i % kQuads) * 4;
     const float* s = tile + r * K::kEpilogueLd + c;
     __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
   }
-  __threadfence();  // make the slot visible device-wide before the counter says so
-  __syncthreads();
   // Whether this block arrived last, told to every thread by the barrier itself (a __shared__ flag would
   // add 128 bytes of static shared memory: enough to cost a block its place where two fill an SM exactly).
-  const bool last = __syncthreads_or(tid == 0 && atomicAdd(p.tile_counters + tile_id, 1u) ==
+  // The barrier orders every thread's slot stores before thread 0's counter increment, whose release makes
+  // them visible device-wide; its acquire (in the last block) makes the other blocks' slots visible to the
+  // loads after the second barrier. One acq_rel atomic by one thread instead of a sequentially consistent
+  // fence in every thread before and after it (__threadfence: MEMBAR.SC.GPU, ~1 us per GEMM; NOTES v1.10).
+  __syncthreads();
+  const bool last = __syncthreads_or(tid == 0 && ptx::atomic_add_acq_rel_gpu(p.tile_counters + tile_id, 1u) ==
                                                      static_cast<uint32_t>(splits() - 1));
   if (!last) return;
-  __threadfence();
-  store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
+  // Sum the slots in split order into the tile, then store as a single split does. A thread owns the
+  // float4s tid, tid + kThreads, ... of the tile (the ones it wrote to its slot above, so reading its own
+  // slot back needs no ordering) and takes them kBatch at a time through the splits, loading four splits
+  // before adding them: up to 4 x kBatch loads in flight (one split of one chunk at a time before).
+  constexpr int kQuadsPerThread = (K::kTileM * kQuads + K::kThreads - 1) / K::kThreads;
+  constexpr int kBatch = kQuadsPerThread < 4 ? kQuadsPerThread : 4, kRound = 4;
+  const int quads = rows * kQuads;
+#pragma unroll 1
+  for (int base = 0; base < kQuadsPerThread; base += kBatch) {
+    float4 v[kBatch];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = 0.f;
-    for (int s = 0; s < splits(); ++s) {
-      const float* src = slots + static_cast<int64_t>(s) * kTileFloats + r * K::kTileN + c;
-      const float4 a = __ldcg(reinterpret_cast<const float4*>(src));
-      const float4 b = __ldcg(reinterpret_cast<const float4*>(src + 4));
-      v[0] += a.x; v[1] += a.y; v[2] += a.z; v[3] += a.w;
-      v[4] += b.x; v[5] += b.y; v[6] += b.z; v[7] += b.w;
+    for (int j = 0; j < kBatch; ++j) v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < splits(); s0 += kRound) {
+      float4 a[kRound][kBatch];
+#pragma unroll
+      for (int u = 0; u < kRound; ++u) {
+        const float* slot = slots + static_cast<int64_t>(s0 + u) * kTileFloats;
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = tid + (base + j) * K::kThreads;
+          a[u][j] = s0 + u < splits() && i < quads ? __ldcg(reinterpret_cast<const float4*>(slot + i * 4))
+                                                   : make_float4(0.f, 0.f, 0.f, 0.f);  // (slot[r * kTileN + c])
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kRound; ++u)
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          v[j].x += a[u][j].x; v[j].y += a[u][j].y; v[j].z += a[u][j].z; v[j].w += a[u][j].w;
+        }
     }
-  });
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = tid + (base + j) * K::kThreads;
+      if (i < quads) {
+        float* t = tile + (i / kQuads) * K::kEpilogueLd + (i % kQuads) * 4;
+        t[0] = v[j].x; t[1] = v[j].y; t[2] = v[j].z; t[3] = v[j].w;
+      }
+    }
+  }
+  __syncthreads();
+  store_tile<K>(p, tile, n0, m0, tid);
   if (tid == 0) p.tile_counters[tile_id] = 0;
 }
 
@@ -109,7 +149,7 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
 // float tile stays in its own shared memory; after a cluster barrier, block r stores chunks r, r + S, ...
 // of the output, each summed over the S tiles in split order 0, 1, ..., S-1 (a fixed order: bitwise the
 // same result every run), reading the other blocks' tiles through distributed shared memory. A second
-// barrier keeps every tile alive until the last read. Saves the workspace round trip of finish():
+// barrier (no memory ordering needed) keeps every tile alive until the last read. Saves the workspace round trip of finish():
 // a store, a fence, an atomic and the reloads (~1-2 us per GEMM at small sizes).
 template <class K>
 LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, int m0, int tid) {
@@ -130,7 +170,7 @@ LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, in
                       v[4] += b.x; v[5] += b.y; v[6] += b.z; v[7] += b.w;
                     }
                   });
-  ptx::cluster_sync();
+  ptx::cluster_sync_relaxed();  // (the reads above are done: their values went into the stores)
 #else
   __trap();  // the host launches clusters only on sm_90+
 #endif

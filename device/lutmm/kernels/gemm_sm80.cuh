@@ -21,6 +21,7 @@
 #include "lutmm/lut/lut_dequant.cuh"
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/pipeline/stage_loader.cuh"
+#include "lutmm/ptx/timeline.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
@@ -41,6 +42,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   constexpr int kL2Ahead = LUTMM_L2_AHEAD >= 0 ? LUTMM_L2_AHEAD : (K::kWInRegisters ? 4 : 0);
   constexpr int kGroup = K::kGroup;  // 0: one scale per row
 
+  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // warps: kWarpsN along N fastest, then kWarpsM along M, then the kWarpsK groups of the k tile's slices
   const int warp_n = warp % K::kWarpsN, warp_m = (warp / K::kWarpsN) % K::kWarpsM;
@@ -57,6 +59,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   for (int d = 0; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(smem);
   ptx::grid_dependency_wait();
+  timeline.mark(1);
   // Prologue: fill kStages - 1 stages. One commit per stage, even when empty, keeps the wait count exact.
 #pragma unroll
   for (int s = 0; s < K::kStages - 1; ++s) {
@@ -145,6 +148,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   for (int it = 0; it < num_kt; ++it) {
     ptx::cp_async_wait<K::kStages - 2>();
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
+    if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;
     if (next < num_kt) loader.load(smem, next % K::kStages, work.kt_begin + next);
     ptx::cp_async_commit();
@@ -240,6 +244,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // The next kernel of the stream may start launching now, into the SMs this grid's blocks leave. (Letting
   // it launch at the start instead packed its waiting blocks onto whichever SMs had room and made small
   // GEMMs up to 2x slower: docs/NOTES.md, v1.5.)
+  timeline.mark(3);
   ptx::allow_dependent_launch();
   ptx::cp_async_wait<0>();
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
@@ -251,11 +256,13 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if (K::kWarpsK == 1 || wk == warp_k) epilogue::stage_accumulators<K>(tile, acc, warp_n, warp_m, lane, wk > 0);
     __syncthreads();
   }
+  timeline.mark(4);
   if (p.cluster_splits) {
     epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
   } else {
     epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid);
   }
+  timeline.print(80);
 }
 
 }  // namespace lutmm

@@ -26,6 +26,7 @@
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/pipeline/stage_loader.cuh"
+#include "lutmm/ptx/timeline.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
@@ -47,6 +48,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   constexpr int kGroup = K::kGroup;
   constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
 
+  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE; first item only)
   const int tid = threadIdx.x, lane = tid & 31, strip = tid >> 5;  // warp w owns 16-row strip w
   const int g = lane >> 2;
   using Layout = pipeline::StageLayout<K>;
@@ -65,6 +67,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
     for (int d = 0; d < K::kStages - 2 && d < work.kt_end - work.kt_begin; ++d) loader.prefetch_w(work.kt_begin + d);
   }
   ptx::grid_dependency_wait();
+  timeline.mark(1);
   // The table; the first barrier of the main loop publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
 
@@ -102,6 +105,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
       ptx::cp_async_wait<K::kStages - 3>();
       mma::fence_proxy_async_shared();  // this thread's copies (and zeroed rows) -> visible to the tensor cores
       __syncthreads();                  // stage `it` is complete; every warp is done with stage it - 2
+      if (it == 0) timeline.mark(2);
       const int next = it + K::kStages - 2;
       if (next < num_kt) loader.load(pipe, next % K::kStages, work.kt_begin + next);
       ptx::cp_async_commit();
@@ -148,6 +152,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
     }
     mma::wgmma_wait<0>();
     mma::wgmma_fence_operands(acc[0]);
+    timeline.mark(3);
     // The next kernel of the stream may start launching into the SMs this grid leaves (see gemm_sm80).
     ptx::allow_dependent_launch();
     ptx::cp_async_wait<0>();
@@ -156,11 +161,13 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
     float* tile = reinterpret_cast<float*>(Layout::stage(pipe, 0));
     epilogue::stage_accumulators<K>(tile, acc, strip, 0, lane);
     __syncthreads();
+    timeline.mark(4);
     if (p.cluster_splits) {
       epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
     } else {
       epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
     }
+    timeline.print(90);
     if constexpr (!K::kStreamK) {
       break;
     } else {

@@ -19,6 +19,13 @@ LUTMM_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// The same barrier without ordering memory (a relaxed arrive): for keeping every block's shared memory alive
+// until the others are done reading it. The release of cluster_sync costs a MEMBAR.ALL.GPU, which after the
+// output stores waits for all of them to reach L2.
+LUTMM_DEVICE void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 // The shared::cluster address of `shared_addr` (a shared::cta address of this block) in block `rank`.
 LUTMM_DEVICE uint32_t map_to_rank(uint32_t shared_addr, uint32_t rank) {
   uint32_t r;

@@ -75,6 +75,14 @@ LUTMM_DEVICE void allow_dependent_launch() {
 #endif
 }
 
+// atomicAdd with acquire-release semantics at GPU scope: the writes this thread's block made before a
+// barrier are visible to whoever reads the new count with acquire, and that reader's later loads see them.
+LUTMM_DEVICE uint32_t atomic_add_acq_rel_gpu(uint32_t* address, uint32_t value) {
+  uint32_t old;
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(address), "r"(value) : "memory");
+  return old;
+}
+
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));

@@ -1,0 +1,64 @@
+#pragma once
+// Where a block's time goes, for developers: compiled in only with -DLUTMM_TIMELINE=1 (through
+// LUTMM_NVRTC_OPTIONS, which also enters the cubin cache key); otherwise every call below is empty and the
+// kernels' SASS is unchanged.
+//
+// Thread 0 of the first and of the last block of the grid (in launch order: (0,0,0) and the last split of
+// the last tile) reads the SM clock at each mark and prints one line when the block ends:
+//   TL <kernel tag> blk <x> <y> <z> sm <id> gt <globaltimer at entry> <at exit> cyc <mark1 - mark0> ...
+// globaltimer is in ns, shared by all SMs (consecutive launches' gaps); the clock deltas are in SM cycles.
+// scripts/timeline.py summarises a run's lines.
+#include "lutmm/common.cuh"
+
+#ifndef LUTMM_TIMELINE
+#define LUTMM_TIMELINE 0
+#endif
+
+#if LUTMM_TIMELINE
+extern "C" __device__ int vprintf(const char*, const char*);
+#endif
+
+namespace lutmm::ptx {
+
+struct Timeline {
+  static constexpr int kMarks = 6;  // entry, dependency met, first tile ready, main loop done, tile staged, exit
+#if LUTMM_TIMELINE
+  long long clock[kMarks];
+  unsigned long long entry_ns;
+  bool on;
+  LUTMM_DEVICE Timeline() {
+    const bool first = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
+    const bool last = blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1 && blockIdx.z == gridDim.z - 1;
+    on = threadIdx.x == 0 && (first || last);
+    for (int i = 0; i < kMarks; ++i) clock[i] = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(entry_ns));
+    clock[0] = clock64();
+  }
+  LUTMM_DEVICE void mark(int i) {
+    if (on) clock[i] = clock64();
+  }
+  LUTMM_DEVICE void print(int tag) {
+    if (!on) return;
+    clock[kMarks - 1] = clock64();
+    unsigned long long exit_ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(exit_ns));
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    struct {
+      int tag, x, y, z;
+      unsigned sm;
+      unsigned long long entry, exit;
+      long long d[kMarks - 1];
+    } args{tag, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), sm,
+           entry_ns, exit_ns, {}};
+    for (int i = 1; i < kMarks; ++i) args.d[i - 1] = clock[i] > 0 ? clock[i] - clock[0] : -1;
+    vprintf("TL %d blk %d %d %d sm %u gt %llu %llu cyc %lld %lld %lld %lld %lld\n",
+            reinterpret_cast<const char*>(&args));
+  }
+#else
+  LUTMM_DEVICE void mark(int) {}
+  LUTMM_DEVICE void print(int) {}
+#endif
+};
+
+}  // namespace lutmm::ptx

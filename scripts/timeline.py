@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Summarises the lines that kernels compiled with -DLUTMM_TIMELINE=1 print (device/lutmm/ptx/timeline.cuh).
+
+  LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=1 LUTMM_TUNE=off lutmm bench --shapes FILE --config NAME --replays 1 \
+      > run.txt; scripts/timeline.py run.txt
+
+For the first and the last block of each launch: the median SM cycles (and microseconds at --ghz) from block
+entry to the dependency wait's end, the first k tile in shared memory, the main loop's end, the tile staged
+for the epilogue, and exit; then the median launch period (globaltimer of consecutive launches' first blocks)
+and the median lifetime of each block. Give it one shape's run (a run is split only where the family changes).
+"""
+import argparse
+import statistics
+import sys
+
+MARKS = ["dep wait", "1st tile", "main loop", "staged", "exit"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("log", nargs="?", default="-")
+    ap.add_argument("--ghz", type=float, default=1.98, help="SM clock for cycles -> us (H200 boost: 1.98)")
+    args = ap.parse_args()
+    lines = (sys.stdin if args.log == "-" else open(args.log)).read().splitlines()
+    runs = []  # consecutive launches of one kernel: (key, [records])
+    for line in lines:
+        f = line.split()
+        if len(f) != 17 or f[0] != "TL":
+            continue
+        rec = {"tag": int(f[1]), "blk": tuple(map(int, f[3:6])), "entry": int(f[9]), "exit": int(f[10]),
+               "cyc": [int(v) for v in f[12:17]]}
+        key = rec["tag"]
+        if not runs or runs[-1][0] != key:
+            runs.append((key, []))
+        runs[-1][1].append(rec)
+    if not runs:
+        print("no TL lines (was the kernel compiled with -DLUTMM_TIMELINE=1?)")
+        return 1
+    for key, recs in runs:
+        firsts = [r for r in recs if r["blk"] == (0, 0, 0)]
+        lasts = [r for r in recs if r["blk"] != (0, 0, 0)]
+        grid = max((r["blk"] for r in recs), default=(0, 0, 0))
+        print(f"sm{key} kernel, last block {grid}: {len(firsts)} launches")
+        for name, group in (("first block", firsts), ("last block", lasts)):
+            if not group:
+                continue
+            cols = []
+            for i, mark in enumerate(MARKS):
+                vals = [r["cyc"][i] for r in group if r["cyc"][i] >= 0]
+                if vals:
+                    c = statistics.median(vals)
+                    cols.append(f"{mark} {c:7.0f} cyc {c / args.ghz / 1000:6.2f} us")
+            life = statistics.median(r["exit"] - r["entry"] for r in group) / 1000
+            print(f"  {name:11s} " + " | ".join(cols) + f" | lifetime {life:6.2f} us (globaltimer)")
+        starts = [r["entry"] for r in firsts]
+        periods = [b - a for a, b in zip(starts, starts[1:]) if 0 < b - a < 1_000_000]
+        if periods:
+            print(f"  launch period (first blocks' entries): median {statistics.median(periods) / 1000:.2f} us")
+        if firsts and lasts and len(firsts) == len(lasts):
+            spans = [max(l["exit"], f["exit"]) - min(l["entry"], f["entry"]) for f, l in zip(firsts, lasts)]
+            print(f"  first entry to last exit: median {statistics.median(spans) / 1000:.2f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
