@@ -188,7 +188,9 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     // Measured on the H200 (docs/NOTES.md, "The heuristic against the tuner"):
     //  * one 8- or 16-column tile along M (decode, memory-bound): about one block per SM, two when W is
     //    16 MB or more (filling every resident slot over-split: 1 x 4096 x 4096 ran 1.2x slower with 11
-    //    splits than with 4), each split keeping at least 256 of K (2 x 1280 x 320 ran 1.2x faster unsplit);
+    //    splits than with 4), each split keeping two k tiles (the last may keep one; 256 of K until the
+    //    split-K epilogue got cheaper in session 6: then 2 x 1280 x 320 ran 1.28x faster in three splits of
+    //    64-deep tiles than unsplit, 8 x 1152 x 1152 1.07x faster in five splits than in three);
     //  * otherwise fill the resident slots, each split keeping at least two k tiles (8- and 16-column tiles)
     //    or eight and 1024 of K (wider, compute-bound tiles at M > 80: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran
     //    1.1-1.2x faster unsplit than split to fill the slots, 1024 x 640 x 2560 on 128 x 80 tiles 1.45x
@@ -200,7 +202,7 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     if (c.tile_m <= 16 && m_tiles == 1) {
       const bool big_weight = ps.words() * 4 >= (16ll << 20);
       target = static_cast<int64_t>(dev.sm_count) * (big_weight ? std::min(2, resident_blocks_per_sm(c, p, dev)) : 1);
-      max_splits = static_cast<int>(std::max<int64_t>(1, ps.k_padded / 256));
+      max_splits = (k_tiles + 1) / 2;
       splits = static_cast<int>((target + tiles / 2) / tiles);  // rounded: 72 tiles on 132 SMs -> 2
     } else {
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;

@@ -1,8 +1,12 @@
-// The sm90 family's built-in choice (warpgroup MMA, H100/H200-class GPUs), from the session-5 H200 tuning of
-// both shape sets (docs/bench/tune_*.txt; gains are tuned sm90 over the best sm80 heuristic pick): it wins
-// every M >= 81 layer with N >= 1024 a multiple of 128 (1.1-1.8x), M = 33..80 from 8M weights up (1.15-1.25x),
-// M = 17..32 on 16M+ weights (1.09-1.13x); it loses the small layers at M <= 80, whose few tiles and short K
-// leave its warpgroups waiting (77 x 1280 x 2048: 8 vs 7 us), N < 1024 or N % 128 != 0, and every M <= 16.
+// The sm90 family's built-in choice (warpgroup MMA, H100/H200-class GPUs), from the H200 tunings of both
+// shape sets (docs/bench/tune_*.txt; gains are tuned sm90 over the best sm80 heuristic pick). Session 5: it
+// wins every M >= 81 layer with N >= 1024 a multiple of 128 (1.1-1.8x), M = 33..80 from 8M weights up
+// (1.15-1.25x), M = 17..32 on 16M+ weights (1.09-1.13x); it loses every M <= 16 and, at M <= 80, the layers
+// under 2M weights. Session 6 (after the cheaper split-K epilogue, docs/NOTES.md v1.10): also M = 33..80 on
+// 2-8M weights (77 x 1280 x 2048 1.19x, 64 x 1280 x 5120 1.10x), the large-M layers with N < 1024
+// (4096 x 320 x 320 1.47x, 1024 x 640 x 2560 1.17x), and 256-row warpgroup tiles of N = 128 ahead of 128-row
+// ones of N = 256 at every large M (1.02-1.10x), of N = 80 where that fills the SMs' waves better.
+#include <algorithm>
 #include <optional>
 
 #include "lutmm/config.hpp"
@@ -10,8 +14,31 @@
 
 namespace lutmm {
 
+namespace {
+
+// Of two tile heights, the one whose blocks finish sooner when every SM runs one at a time: waves of blocks
+// (tiles x splits over the SMs) times the rows a block computes per split. The shorter tile must win by 20%
+// (more tiles also re-read more of W: 1024 x 10240 x 1280 and 4096 x 2560 x 320, estimated 0.83, ran faster
+// on the taller one).
+int wave_fitted_tile_m(const Problem& p, const DeviceInfo& dev, KernelConfig c, int tall, int short_m, int short_stages) {
+  auto cost = [&](const KernelConfig& t) {
+    const int splits = resolve_split_k(t, p, dev);
+    const int64_t tiles = ((p.n + t.tile_n - 1) / t.tile_n) * ((p.m + t.tile_m - 1) / t.tile_m);
+    const int64_t waves = (tiles * splits + dev.sm_count - 1) / std::max(1, dev.sm_count);
+    return static_cast<double>(waves) * t.tile_m / splits;
+  };
+  KernelConfig low = c;
+  low.tile_m = short_m;
+  low.stages = short_stages;
+  c.tile_m = tall;
+  if (!config_invalid_reason(low, p, dev).empty()) return tall;
+  return cost(low) < 0.8 * cost(c) ? short_m : tall;
+}
+
+}  // namespace
+
 std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const DeviceInfo& dev) {
-  if (dev.arch() != 90 || p.m < 17 || p.n < 1024 || p.n % 128 != 0) return std::nullopt;
+  if (dev.arch() != 90 || p.m < 17) return std::nullopt;
   const int64_t weights = p.n * p.k;
   KernelConfig c;
   c.family = 90;
@@ -20,35 +47,55 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
   auto shape = [&](int tile_n, int tile_m, int tile_k, int stages) {
     c.tile_n = tile_n; c.tile_m = tile_m; c.tile_k = tile_k; c.stages = stages; c.warps_n = tile_n / 16;
   };
-  if (p.m <= 32) {
+  const LutPlacement pair_table = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
+  const bool large_m = p.m >= 2048 || (p.m >= 1024 && p.k >= 2048);
+  if (p.n < 1024 || p.n % 128 != 0) {
+    // narrow layers at large M: two warpgroups of N = 128 or 80 (4096 x 320 x 320: 1.47x, 4096 x 640 x 640:
+    // 1.12x, 1024 x 640 x 2560: 1.17x over the sm80 kernels), the register table where K is short
+    if (!large_m || p.n < 256 || p.n % 64 != 0) return std::nullopt;
+    shape(128, 128, 64, 5);
+    c.lut = p.k <= 640 ? LutPlacement::registers : pair_table;
+    if (wave_fitted_tile_m(p, dev, c, 128, 80, 6) == 80) shape(128, 80, 64, 6);
+  } else if (p.m <= 32) {
     // 17..32 on 16M+ weights: two warpgroups of N = 32 (1.09-1.13x); where 128-row tiles exceed 1.5 per SM
     // the sm80 four-strip tile stays ahead (32 x 28672 x 8192)
     if (weights < (int64_t{16} << 20) || 2 * (p.n / 128) > 3 * dev.sm_count) return std::nullopt;
     shape(128, 32, 128, 4);
   } else if (p.m <= 80) {
-    if (weights < (int64_t{8} << 20)) return std::nullopt;  // small layers: the sm80 kernels' shorter fixed costs
-    if (weights < (int64_t{32} << 20)) {  // one warpgroup of N = 64, the register table (8-16M: 1.15-1.18x)
+    if (weights < (int64_t{2} << 20)) return std::nullopt;  // small layers: the sm80 kernels' shorter fixed costs
+    if (weights < (int64_t{8} << 20)) {  // two warpgroups of N = 32 (77 x 1280 x 2048: 1.19x, 64 x 1280 x 5120: 1.10x)
+      shape(128, 32, 128, 4);
+      c.lut = p.k <= 2048 ? LutPlacement::registers : pair_table;
+    } else if (weights < (int64_t{32} << 20)) {  // one warpgroup of N = 64, the register table (8-16M: 1.15-1.18x)
       if (p.m > 64) return std::nullopt;
       shape(64, 64, 128, 4);
       c.lut = LutPlacement::registers;
     } else {  // four warpgroups of N = 64 (80), the 256-byte-row table for 4 bits (1.2-1.25x)
       shape(256, p.m <= 64 ? 64 : 80, 64, 4);
-      if (p.bits == 4) c.lut = LutPlacement::shared_wide;
+      c.lut = pair_table;
     }
   } else if (p.m <= 512 && weights <= (int64_t{2} << 20)) {
     shape(64, 64, 128, 4);  // small layers: one warpgroup of N = 64, the register table (1.4-1.6x)
     c.lut = LutPlacement::registers;
   } else if (p.m <= 512 && weights <= (int64_t{4} << 20)) {
-    shape(128, 80, 64, 6);  // N = 80, the register table (333 x 1536 x 1536: 1.39x over the shared one)
-    c.lut = LutPlacement::registers;
+    // N = 32 where that gives a tile per SM (333 x 1536 x 1536: 132 tiles, 1.59x over N = 80 and the register
+    // table), else N = 80 (449 x 2304 x 1152); the 256-byte-row table for 4 bits
+    c.lut = pair_table;
+    if ((p.n / 128) * ((p.m + 31) / 32) <= dev.sm_count) {
+      shape(128, 32, 128, 4);
+    } else {
+      shape(128, 80, 64, 6);
+    }
   } else if (p.m <= 160 && weights < (int64_t{32} << 20)) {
     shape(256, 64, 64, 4);  // M = 81..160 on mid-size weights: N = 64 (128 x 4096 x 4096: 1.43x over N = 128)
-    if (p.bits == 4) c.lut = LutPlacement::shared_wide;
-  } else if (p.m >= 256 && weights >= (int64_t{16} << 20)) {
-    shape(128, 256, 64, 4);  // two warpgroups of N = 256 (1.6-1.7x)
-  } else if (p.n >= 3072 || (p.m >= 2048 && p.n >= 1536)) {
-    shape(256, 128, 64, 4);  // four warpgroups of N = 128 (1.3-1.8x), the 256-byte-row table for 4 bits
-    if (p.bits == 4) c.lut = LutPlacement::shared_wide;
+    c.lut = pair_table;
+  } else if ((p.m >= 256 && weights >= (int64_t{16} << 20)) || p.n >= 3072 || (p.m >= 2048 && p.n >= 1536)) {
+    // four warpgroups of N = 128 (1.3-1.8x over sm80; 1.02-1.10x over two of N = 256 in session 6), the
+    // 256-byte-row table for 4 bits; N = 80 where its waves fit the SMs better (1024 x 4608 x 1152: 234
+    // tiles in two waves instead of 144 in a wave and a bit: 1.21x; 1024 x 5120 x 640, 333 x 6144 x 1536)
+    shape(256, 128, 64, 4);
+    c.lut = pair_table;
+    if (wave_fitted_tile_m(p, dev, c, 128, 80, 4) == 80) c.tile_m = 80;
   } else {
     shape(128, 80, 64, 6);  // N = 1024..3071: two warpgroups of N = 80 (1.1-1.15x)
   }

@@ -185,7 +185,8 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
 }
 
 // Split-K auto: 8- and 16-column tiles aim at one block per SM (two for weights of 16 MB or more), each
-// split keeping at least 256 of K; wider tiles fill the resident slots, each split keeping eight k tiles.
+// split keeping two k tiles (the last one may keep one); wider tiles fill the resident slots, each split
+// keeping eight k tiles.
 TEST(SplitK, AutoFollowsTheMeasuredRules) {
   const DeviceInfo dev = described_h200();
   const KernelConfig narrow = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem");
@@ -193,7 +194,7 @@ TEST(SplitK, AutoFollowsTheMeasuredRules) {
   const KernelConfig wide = KernelConfig::parse("sm80_n128_m32_k128_s4_w4x1_skauto_lutsmem");
   EXPECT_EQ(resolve_split_k(narrow, problem(4, 1152, 256), dev), 1);            // K = 256
   EXPECT_EQ(resolve_split_k(narrow, problem(4, 6912, 1152), dev), 1);           // 108 tiles: ~1 per SM
-  EXPECT_EQ(resolve_split_k(narrow, problem(1, 1152, 1152), dev), 3);  // 18 tiles; K / 256 = 4: 9 k tiles in 3 x 3
+  EXPECT_EQ(resolve_split_k(narrow, problem(1, 1152, 1152), dev), 5);  // 18 tiles; 9 k tiles in runs of two
   EXPECT_EQ(resolve_split_k(decode, problem(1, 4096, 4096), dev), 4);           // 8 MB: 32 tiles x 4
   EXPECT_EQ(resolve_split_k(decode, problem(1, 4096, 14336), dev), 8);          // 29 MB: 32 tiles x 8
   EXPECT_EQ(resolve_split_k(decode, problem(1, 28672, 8192), dev), 1);          // 224 tiles

@@ -68,13 +68,24 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(64, 28672, 8192, 4, 128, h200_sm80_only).name(), "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem256");
   // ... where the H200 has no warpgroup MMA; it has, and from M = 49 on weights of 32M values or more its
   // kernel wins (session 5: 64 x 28672 x 8192 88 vs 110 us, 1024 x 8192 x 8192 228 vs 382, 4096 x 8192 x 8192
-  // 898 vs 1534), but not below (64 x 1280 x 5120: 15 vs 11 us) or at M <= 16
+  // 898 vs 1534), but not on the smallest layers (session 5: 64 x 1280 x 5120 15 vs 11 us) or at M <= 16
   EXPECT_EQ(pick(64, 28672, 8192).name(), "sm90_n256_m64_k64_s4_w16x1_sk1_lutsmem256");
-  EXPECT_EQ(pick(4096, 8192, 8192).name(), "sm90_n128_m256_k64_s4_w8x1_sk1_lutsmem");
+  EXPECT_EQ(pick(4096, 8192, 8192).name(), "sm90_n256_m128_k64_s4_w16x1_sk1_lutsmem256");  // (session 6: 910 vs 945 us on 128 x 256)
   EXPECT_EQ(pick(128, 8192, 8192).family, 90);
   EXPECT_EQ(pick(64, 8192, 8192, 3).lut, LutPlacement::shared);  // 3-bit: no 256-byte rows
-  EXPECT_EQ(pick(64, 1280, 5120).family, 80);
   EXPECT_EQ(pick(16, 28672, 8192).family, 80);
+  // session 6, after the cheaper split-K epilogue: M = 33..80 on 2-8M weights (64 x 1280 x 5120: 9.8 vs 10.8
+  // us), 256-row tiles of N = 80 where their waves fit the SMs better, N < 1024 at large M, N = 32 where it
+  // gives a tile per SM (333 x 1536 x 1536: 1.59x), K split into runs of two k tiles for decode tiles
+  EXPECT_EQ(pick(64, 1280, 5120).name(), "sm90_n128_m32_k128_s4_w8x1_sk5_lutsmem256");
+  EXPECT_EQ(pick(1024, 4608, 1152).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(1024, 10240, 1280).tile_m, 128);  // (estimated 0.83 of the taller tile's waves: not enough)
+  EXPECT_EQ(pick(4096, 320, 320, 4, 64).name(), "sm90_n128_m128_k64_s5_w8x1_sk1_lutreg");
+  EXPECT_EQ(pick(1024, 640, 2560).name(), "sm90_n128_m80_k64_s6_w8x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(333, 1536, 1536).name(), "sm90_n128_m32_k128_s4_w8x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(2, 1280, 320, 4, 64).name(), "sm80_n64_m8_k64_s6_w4x1_sk3_lutreg");
+  EXPECT_EQ(pick(77, 320, 768).name(), "sm80_n64_m16_k128_s4_w4x1_sk3_lutreg");
+  EXPECT_EQ(pick(2, 1536, 2048).name(), "sm80_n64_m8_k256_s3_w4x1_sk4_lutreg");
   // ... and the tuned best of the session-5 H200 database on a few more shapes (the sm80 expectations below
   // are the sm80 family's own rules, checked where they are the only ones)
   EXPECT_EQ(pick(32, 8192, 28672).name(), "sm90_n128_m32_k128_s4_w8x1_sk4_lutsmem");
@@ -82,7 +93,7 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(300, 1152, 1152).name(), "sm90_n64_m64_k128_s4_w4x1_sk1_lutreg");
   EXPECT_EQ(pick(1024, 1152, 1152).name(), "sm90_n128_m80_k64_s6_w8x1_sk1_lutsmem");
   EXPECT_EQ(pick(32, 28672, 8192).family, 80);
-  EXPECT_EQ(pick(4096, 320, 1280).family, 80);
+  EXPECT_EQ(pick(4096, 320, 1280).family, 90);
   // M = 16 and 32 on the largest weights: four strips per warp (1.03-1.07x, session 4)
   EXPECT_EQ(pick(16, 28672, 8192).name(), "sm80_n256_m16_k128_s3_w4x1_sk2_lutsmem256");
   EXPECT_EQ(pick(32, 8192, 28672, 4, 128, h200_sm80_only).name(), "sm80_n256_m32_k128_s3_w4x1_sk8_lutsmem");
@@ -94,12 +105,12 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // (3 on small weights): 1.04-1.18x over 128 x 64 tiles with the 256-byte-row table
   EXPECT_EQ(pick(1024, 4096, 14336, 4, 128, h200_sm80_only).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
   EXPECT_EQ(pick(4096, 1536, 1536, 4, 128, h200_sm80_only).name(), "sm80_n256_m64_k64_s3_w4x1_sk1_lutsmem");
-  EXPECT_EQ(pick(256, 8192, 8192).tile_n, 128);
+  EXPECT_EQ(pick(256, 8192, 8192).name(), "sm90_n256_m128_k64_s4_w16x1_sk2_lutsmem256");
   // N that 128 does not divide: 64-row tiles (4096 x 320 x 1280: 1.65x)
-  EXPECT_EQ(pick(4096, 320, 1280).tile_n, 64);
+  EXPECT_EQ(pick(4096, 320, 1280, 4, 128, h200_sm80_only).tile_n, 64);
   // ... and where their 128-deep k tiles do not fit K (K = 320), the wide tiles, never a decode tile
   // (the first fix of this rule fell through to an 8-column tile: 3.07x slower)
-  const KernelConfig k320 = pick(4096, 320, 320, 4, 64);
+  const KernelConfig k320 = pick(4096, 320, 320, 4, 64, h200_sm80_only);
   EXPECT_GE(k320.tile_m, 64) << k320.name();
   // M = 333 that 64- and 80-column tiles pad by over 10%, on few tiles: 32 columns and the 256-byte table
   // (the register table ran 1.56x slower there)
@@ -113,13 +124,13 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // two warp groups splitting each k tile on small grids: 4-bit decode of 8-16M weights (4096 x 4096:
   // 1.12x), small weights at M = 33..80 with K > 2048 (64 x 1280 x 5120: 1.35x)
   EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n128_m8_k256_s3_w4x1x2_sk4_lutsmem256");
-  EXPECT_EQ(pick(64, 1280, 5120).warps_k, 2);
+  EXPECT_EQ(pick(64, 1280, 5120, 4, 128, h200_sm80_only).warps_k, 2);
   EXPECT_EQ(pick(1, 8192, 8192).warps_k, 1);
   // N <= 64 at large M: the widest tile along M with about half a block per SM, two splits
   EXPECT_EQ(pick(4096, 64, 1536).name(), "sm80_n64_m64_k128_s3_w4x1_sk2_lutreg");
   EXPECT_EQ(pick(1024, 32, 1152).name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg");
   // wide tiles keep 1024 of K per split (1024 x 640 x 2560: two splits 1.45x faster than four)
-  EXPECT_EQ(pick(1024, 640, 2560).split_k, 2);
+  EXPECT_EQ(pick(1024, 640, 2560, 4, 128, h200_sm80_only).split_k, 2);
 }
 
 TEST(RankModel, EveryRankedConfigIsValidDistinctAndEstimated) {
