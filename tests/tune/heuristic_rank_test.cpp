@@ -57,11 +57,12 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   auto pick = [&](int64_t m, int64_t n, int64_t k, int bits = 4, int group = 128, const DeviceInfo& gpu = described_h200()) {
     return heuristic_config(make_problem(m, n, k, bits, group, DType::bf16), gpu);
   };
-  // 4-bit decode on large weights: two 256-deep stages and the 256-byte-row table (1.3-1.4x over k128)
-  for (const int64_t m : {1, 4, 8}) {
+  // 4-bit decode on large weights: two 256-deep stages (three at M = 1) and the 256-byte-row table (1.3-1.4x over k128)
+  for (const int64_t m : {2, 4, 8}) {
     const KernelConfig c = pick(m, 8192, 28672);
     EXPECT_EQ(c.name(), "sm80_n128_m8_k256_s2_w4x1_sk4_lutsmem256") << m;
   }
+  EXPECT_EQ(pick(1, 8192, 28672).name(), "sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256");  // (M = 1: three stages)
   // ... but not for 3-bit codes, whose pair index is not a byte
   EXPECT_NE(pick(1, 8192, 28672, 3).lut, LutPlacement::shared_wide);
   // M = 33..64 on larger weights: one warp row over 64 columns, the 256-byte-row table (1.04-1.06x) ...
