@@ -3,6 +3,7 @@
 // in the main loop would cost more than any tile choice gains). Runs the compiles on all cores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -106,6 +107,26 @@ TEST(CompileAllConfigs, PackKernelCompilesForEveryBitWidth) {
     const jit::CompiledKernel k = jit::compile(pack_kernel_request(bits, 80));
     EXPECT_FALSE(k.cubin.empty());
     EXPECT_EQ(k.resources.spill_store_bytes, 0);
+  }
+}
+
+// The developer timeline (ptx/timeline.cuh) is in a kernel only when asked for: its format string is in the
+// cubin with -DLUTMM_TIMELINE=1 and absent without, for both families.
+TEST(CompileAllConfigs, TimelineInstrumentationIsCompiledInOnlyOnRequest) {
+  Problem p;
+  p.m = 1; p.n = 4096; p.k = 4096; p.bits = 4; p.group_size = 128; p.dtype = DType::bf16;
+  auto has_timeline = [](const jit::CompiledKernel& k) {
+    const std::string marker = "TL %d blk";
+    return std::search(k.cubin.begin(), k.cubin.end(), marker.begin(), marker.end()) != k.cubin.end();
+  };
+  for (const char* name : {"sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256", "sm90_n128_m64_k64_s6_w8x1_sk1_lutsmem"}) {
+    jit::CompileRequest plain = gemm_kernel_request(p, KernelConfig::parse(name), 90);
+    jit::CompileRequest timed = plain;
+    timed.extra_options.push_back("-DLUTMM_TIMELINE=1");
+    const jit::CompiledKernel without = jit::compile(plain), with = jit::compile(timed);
+    EXPECT_FALSE(has_timeline(without)) << name;
+    EXPECT_TRUE(has_timeline(with)) << name;
+    EXPECT_EQ(with.resources.spill_store_bytes, 0) << name;
   }
 }
 

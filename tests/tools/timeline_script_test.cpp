@@ -1,0 +1,58 @@
+// scripts/timeline.py, the summary of kernels compiled with -DLUTMM_TIMELINE=1 (device/lutmm/ptx/timeline.cuh),
+// on lines in the kernel's print format mixed with other output. Skips where python3 is missing.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tools/run_tool.hpp"
+
+namespace lutmm::test {
+namespace {
+
+ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir) {
+  const std::filesystem::path log = dir / "run.txt", out = dir / "out.txt";
+  std::ofstream(log) << log_text;
+  const std::string script = std::string(LUTMM_SOURCE_DIR) + "/scripts/timeline.py";
+  const std::string cmd = "python3 " + shell_quote(script) + " --ghz 2.0 " + shell_quote(log.string()) + " >" +
+                          shell_quote(out.string()) + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ToolRun r;
+  r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  return r;
+}
+
+TEST(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  TempDir dir;
+  // two launches of one kernel: the first block's marks at 100 ... 4000 cycles, the last block's later;
+  // globaltimer entries 2500 ns apart; a benchmark's own lines in between are ignored
+  const ToolRun r = run_timeline_script(
+      "bench: 1 x 4096 x 4096\n"
+      "TL 80 blk 0 0 0 sm 3 gt 1000 4000 cyc 100 900 3000 3200 4000\n"
+      "TL 80 blk 4 0 4 sm 9 gt 1100 4600 cyc 120 950 3400 3600 5000\n"
+      "TL 80 blk 0 0 0 sm 3 gt 3500 6500 cyc 100 900 3000 3200 4000\n"
+      "TL 80 blk 4 0 4 sm 9 gt 3600 7100 cyc 120 950 3400 3600 5000\n"
+      "median 7.0 us\n",
+      dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("sm80 kernel, last block (4, 0, 4): 2 launches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("main loop    3000 cyc   1.50 us"), std::string::npos) << r.out;  // 2 GHz
+  EXPECT_NE(r.out.find("exit    5000 cyc   2.50 us"), std::string::npos) << r.out;       // the last block
+  EXPECT_NE(r.out.find("lifetime   3.50 us"), std::string::npos) << r.out;               // 4600 - 1100 ns
+  EXPECT_NE(r.out.find("launch period (first blocks' entries): median 2.50 us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first entry to last exit: median 3.60 us"), std::string::npos) << r.out;
+}
+
+TEST(TimelineScript, SaysSoWhenNoKernelPrintedATimeline) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  TempDir dir;
+  const ToolRun r = run_timeline_script("bench: 1 x 4096 x 4096\nmedian 7.0 us\n", dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("-DLUTMM_TIMELINE=1"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace lutmm::test
