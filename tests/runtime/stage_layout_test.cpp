@@ -128,6 +128,9 @@ TEST(StageLayout, Sm90StagesHoldXInTheWgmmaSwizzleOnAlignedAtoms) {
   check_wgmma_layout<Sm90Kernel<3, 32, false, 128, 8, 128, 4, 8, 0>>("sm90 n128_m8_k128_s4 b3 g32 lutreg");
   check_wgmma_layout<Sm90Kernel<2, 0, true, 128, 256, 64, 4, 8, 128>>("sm90 n128_m256_k64_s4 b2 g=K");
   check_wgmma_layout<Sm90Kernel<4, 64, true, 64, 80, 128, 4, 4, 256>>("sm90 n64_m80_k128_s4 g64 lutsmem256");
+  // the 128-deep tiles at M = 64 (session 6): two swizzle blocks of x per stage, 1024-byte aligned
+  check_wgmma_layout<Sm90Kernel<4, 128, true, 256, 64, 128, 3, 16, 256>>("sm90 n256_m64_k128_s3 lutsmem256");
+  check_wgmma_layout<Sm90Kernel<3, 64, false, 128, 64, 128, 4, 8, 128>>("sm90 n128_m64_k128_s4 b3 g64 fp16");
 }
 
 }  // namespace
