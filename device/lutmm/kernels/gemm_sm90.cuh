@@ -48,7 +48,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   constexpr int kGroup = K::kGroup;
   constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
 
-  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE; first item only)
+  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE; under Stream-K a line per item)
   const int tid = threadIdx.x, lane = tid & 31, strip = tid >> 5;  // warp w owns 16-row strip w
   const int g = lane >> 2;
   using Layout = pipeline::StageLayout<K>;
