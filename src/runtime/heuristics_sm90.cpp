@@ -16,23 +16,22 @@ namespace lutmm {
 
 namespace {
 
-// Of two tile heights, the one whose blocks finish sooner when every SM runs one at a time: waves of blocks
-// (tiles x splits over the SMs) times the rows a block computes per split. The shorter tile must win by 20%
-// (more tiles also re-read more of W: 1024 x 10240 x 1280 and 4096 x 2560 x 320, estimated 0.83, ran faster
-// on the taller one).
-int wave_fitted_tile_m(const Problem& p, const DeviceInfo& dev, KernelConfig c, int tall, int short_m, int short_stages) {
+// Whether the same tile `tall` made short_m rows high (with short_stages) finishes sooner when every SM runs
+// one block at a time: waves of blocks (tiles x splits over the SMs) times the rows a block computes per
+// split. The shorter tile must win by 20% (more tiles also re-read more of W: 1024 x 10240 x 1280 and
+// 4096 x 2560 x 320, estimated 0.83, ran faster on the taller one).
+bool shorter_tile_fits_waves_better(const Problem& p, const DeviceInfo& dev, const KernelConfig& tall, int short_m,
+                                    int short_stages) {
   auto cost = [&](const KernelConfig& t) {
     const int splits = resolve_split_k(t, p, dev);
     const int64_t tiles = ((p.n + t.tile_n - 1) / t.tile_n) * ((p.m + t.tile_m - 1) / t.tile_m);
     const int64_t waves = (tiles * splits + dev.sm_count - 1) / std::max(1, dev.sm_count);
     return static_cast<double>(waves) * t.tile_m / splits;
   };
-  KernelConfig low = c;
+  KernelConfig low = tall;
   low.tile_m = short_m;
   low.stages = short_stages;
-  c.tile_m = tall;
-  if (!config_invalid_reason(low, p, dev).empty()) return tall;
-  return cost(low) < 0.8 * cost(c) ? short_m : tall;
+  return config_invalid_reason(low, p, dev).empty() && cost(low) < 0.8 * cost(tall);
 }
 
 }  // namespace
@@ -55,7 +54,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     if (!large_m || p.n < 256 || p.n % 64 != 0) return std::nullopt;
     shape(128, 128, 64, 5);
     c.lut = p.k <= 640 ? LutPlacement::registers : pair_table;
-    if (wave_fitted_tile_m(p, dev, c, 128, 80, 6) == 80) shape(128, 80, 64, 6);
+    if (shorter_tile_fits_waves_better(p, dev, c, 80, 6)) shape(128, 80, 64, 6);
   } else if (p.m <= 32) {
     // 17..32 on 16M+ weights: two warpgroups of N = 32 (1.09-1.13x); where 128-row tiles exceed 1.5 per SM
     // the sm80 four-strip tile stays ahead (32 x 28672 x 8192)
@@ -95,7 +94,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     // tiles in two waves instead of 144 in a wave and a bit: 1.21x; 1024 x 5120 x 640, 333 x 6144 x 1536)
     shape(256, 128, 64, 4);
     c.lut = pair_table;
-    if (wave_fitted_tile_m(p, dev, c, 128, 80, 4) == 80) c.tile_m = 80;
+    if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
   } else {
     shape(128, 80, 64, 6);  // N = 1024..3071: two warpgroups of N = 80 (1.1-1.15x)
   }
