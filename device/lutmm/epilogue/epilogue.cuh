@@ -149,8 +149,9 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
 // float tile stays in its own shared memory; after a cluster barrier, block r stores chunks r, r + S, ...
 // of the output, each summed over the S tiles in split order 0, 1, ..., S-1 (a fixed order: bitwise the
 // same result every run), reading the other blocks' tiles through distributed shared memory. A second
-// barrier (no memory ordering needed) keeps every tile alive until the last read. Saves the workspace round trip of finish():
-// a store, a fence, an atomic and the reloads (~1-2 us per GEMM at small sizes).
+// barrier (no memory ordering needed) keeps every tile alive until the last read. Saves finish()'s round
+// trip through the workspace (stores, the counter, the reloads): 0.2-0.8 us per small GEMM on the H200
+// (docs/NOTES.md v1.10).
 template <class K>
 LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, int m0, int tid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
