@@ -8,9 +8,9 @@
 // tensor cores read straight from shared memory. What that changes against mma.sync:
 //  * no ldmatrix of x and no x fragments in registers: at M = 64 x was ~60% of the sm80 kernel's shared-
 //    memory traffic, and its accumulators plus x fragments capped it at two warps per scheduler;
-//  * the MMA is asynchronous: up to kInFlight slices multiply while the warp looks up the next slice's codes,
-//    whose lookups are issued before the current slice's wgmma (kInFlight + 2 A register sets take turns;
-//    wgmma_wait<kInFlight> frees the oldest).
+//  * the MMA is asynchronous: up to kInFlight slices multiply while the warp looks up the next slices' codes,
+//    whose lookups are issued before the current slice's wgmma (kInFlight + kLookahead + 1 A register sets
+//    take turns; wgmma_wait<kInFlight> frees the oldest).
 // The group scale multiplies the fragment (one HMUL2 per register) before the MMA, as sm80 does at large M.
 //
 // Work: one (tile, K split) per block, or under Stream-K (scheduler/stream_k.cuh) a run of (tile, K range)
@@ -30,7 +30,28 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
+#ifndef LUTMM_SM90_IN_FLIGHT  // experiments: -DLUTMM_SM90_IN_FLIGHT=n / -DLUTMM_SM90_LOOKAHEAD=n through
+#define LUTMM_SM90_IN_FLIGHT 0  // LUTMM_NVRTC_OPTIONS override the choices below where a tile's slices allow
+#endif
+#ifndef LUTMM_SM90_LOOKAHEAD
+#define LUTMM_SM90_LOOKAHEAD 0
+#endif
+
 namespace lutmm {
+
+// wgmmas in flight per warpgroup, and slices dequantized ahead of the one multiplied: two and one where a k
+// tile has 4 slices (4 A register sets); three and two with 8 slices (8 sets), 2% faster at M = 32..333 than
+// two and one (docs/NOTES.md, v1.11: 64x4096x4096 12.69 -> 12.41 us; four and three, two and three no better).
+template <class K>
+constexpr int kSm90ABuffers = K::kSlices < 8 ? 4 : 8;
+template <class K>
+constexpr int kSm90InFlight = LUTMM_SM90_IN_FLIGHT > 0 && LUTMM_SM90_IN_FLIGHT + LUTMM_SM90_LOOKAHEAD + 1 <= kSm90ABuffers<K>
+                                  ? LUTMM_SM90_IN_FLIGHT
+                                  : (K::kSlices < 8 ? 2 : 3);
+template <class K>
+constexpr int kSm90Lookahead = LUTMM_SM90_LOOKAHEAD > 0 && kSm90InFlight<K> + LUTMM_SM90_LOOKAHEAD + 1 <= kSm90ABuffers<K>
+                                   ? LUTMM_SM90_LOOKAHEAD
+                                   : (K::kSlices < 8 ? 1 : 2);
 
 template <class K>
 LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
@@ -74,11 +95,15 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
   // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
   // 32 * s16) >> 4 to its start-address field.
   const uint64_t desc0 = mma::wgmma_desc_k_major_sw128(ptx::smem_addr(Layout::x(pipe, 0)));
-  // Slice t's A fragment lives in a[t % kABuffers] (kSlices is a multiple of 4: the index carries across
-  // k tiles) from its lookups, one slice ahead of its wgmma, until that wgmma is done kInFlight slices later;
-  // never more than a k tile's slices in flight, so every wgmma of tile it - 2 is done when iteration it starts.
-  constexpr int kABuffers = 4, kInFlight = kABuffers - 2;
-  static_assert(K::kSlices % kABuffers == 0 && kInFlight < K::kSlices, "A buffers cycle within a k tile");
+  // Slice t's A fragment lives in a[t % kABuffers] from its lookups, kLookahead slices ahead of its wgmma,
+  // until that wgmma is done kInFlight slices later: kInFlight + kLookahead + 1 sets take turns. kABuffers
+  // divides kSlices, so the index carries across k tiles (the first slices of a tile reuse the sets that the
+  // last tile's first slices had, long done); never more than a k tile's slices in flight, so every wgmma of
+  // tile it - 2 is done when iteration it starts.
+  constexpr int kInFlight = kSm90InFlight<K>, kLookahead = kSm90Lookahead<K>;
+  constexpr int kABuffers = kSm90ABuffers<K>;
+  static_assert(K::kSlices % kABuffers == 0 && kInFlight + kLookahead < kABuffers && kInFlight < K::kSlices,
+                "A buffers cycle within a k tile");
 
   while (true) {
     const int num_kt = work.kt_end - work.kt_begin;
@@ -136,13 +161,14 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
         frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);
         frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
       };
-      // One slice of lookahead: slice t + 1's lookups are issued before slice t's wgmma. (The wgmma fence,
+      // Lookahead: slice t + kLookahead's lookups are issued before slice t's wgmma. (The wgmma fence,
       // commit and wait are compiler barriers for memory, so the compiler cannot move the shared-memory
       // lookups across them itself: without this each slice's lookup latency sat between two wgmmas.)
-      dequantize(0);
+#pragma unroll
+      for (int t = 0; t < kLookahead; ++t) dequantize(t);
 #pragma unroll
       for (int t = 0; t < K::kSlices; ++t) {
-        if (t + 1 < K::kSlices) dequantize(t + 1);
+        if (t + kLookahead < K::kSlices) dequantize(t + kLookahead);
         const uint32_t offset = stage * K::kStageBytes + (t / 4) * (K::kTileM * 128) + (t % 4) * 32;
         mma::wgmma_fence();
         mma::wgmma_m64k16_rs<K::kTileM, K::kBf16>(acc[0], a[t % kABuffers], desc0 + (offset >> 4));
