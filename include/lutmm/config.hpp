@@ -22,6 +22,10 @@
 //   _occN (optional, N >= 2): the kernel is compiled for N resident blocks per SM (__launch_bounds__ caps
 //         its registers at what N blocks leave each thread), and the config is valid only where N blocks'
 //         shared memory fits one SM
+//   _mcN (optional, sm90, N = 2 or 4): N neighbouring column tiles run as one thread-block cluster that
+//         reads each x tile from L2 once: every block's TMA unit loads 1/N of its rows and multicasts them
+//         into all N blocks (at M = 64 the blocks re-read x as many bytes as W from L2 otherwise).
+//         Forcible, not offered: slower on every shape measured on the H200 (docs/NOTES.md, v1.11)
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,6 +59,7 @@ struct KernelConfig {
   LutPlacement lut = LutPlacement::shared;
   bool w_in_registers = false;
   int min_blocks = 1;  // _occN: blocks per SM the kernel is compiled to fit
+  int x_multicast = 1;  // _mcN: column tiles per cluster sharing each x tile (sm90; 1: none)
 
   int threads() const { return 32 * warps_n * warps_m * warps_k; }
   std::string name() const;

@@ -69,9 +69,17 @@ struct LaunchAttributes {
   // programmatic dependent launch: the kernel may begin while the stream's previous kernel drains, and
   // must wait for it (griddepcontrol.wait) before touching memory that kernel may write
   bool overlap_previous = false;
-  // thread-block clusters of 1 x 1 x cluster_z blocks (1: no clusters); gridDim.z must be a multiple
+  // thread-block clusters of cluster_x x 1 x cluster_z blocks (1 x 1 x 1: no clusters); gridDim.x and z
+  // must be multiples
+  unsigned int cluster_x = 1;
   unsigned int cluster_z = 1;
 };
+
+// Encodes a TMA tensor map (CUtensorMap: 128 bytes, 64-byte aligned, into `map`) of a row-major
+// [rows][cols] matrix of 16-bit elements at `base`, read in boxes of box_rows x box_cols with box_cols = 64
+// (one 128-byte row, the 128-byte swizzle that wgmma reads); elements outside the matrix read as zero.
+void encode_tensor_map_2d_u16(void* map, const void* base, uint64_t cols, uint64_t rows, uint32_t box_cols,
+                              uint32_t box_rows);
 
 // A kernel loaded into the current CUDA context through the driver API (entry points resolved at run
 // time through cudart, so the library loads and its CPU parts work on machines without a driver).

@@ -28,6 +28,9 @@ struct DriverApi {
                             unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
   CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*get_error_string)(CUresult, const char**) = nullptr;
+  CUresult (*tensor_map_encode_tiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                      const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                      CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) = nullptr;
 };
 
 // Creates the runtime's primary context of the current device and makes it current on this thread, so the
@@ -77,6 +80,7 @@ const DriverApi& driver() {
     resolve("cuLaunchKernel", a.launch_kernel);
     resolve("cuLaunchKernelEx", a.launch_kernel_ex);
     resolve("cuGetErrorString", a.get_error_string);
+    resolve("cuTensorMapEncodeTiled", a.tensor_map_encode_tiled);
     api = a;
   });
   return api;
@@ -163,19 +167,23 @@ void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t 
   if (attributes.cluster_z == 0 || grid.z % attributes.cluster_z != 0)
     throw_argument_error("cluster_z", "a cluster depth >= 1 that divides grid.z = " + std::to_string(grid.z),
                          std::to_string(attributes.cluster_z));
+  if (attributes.cluster_x == 0 || grid.x % attributes.cluster_x != 0)
+    throw_argument_error("cluster_x", "a cluster width >= 1 that divides grid.x = " + std::to_string(grid.x),
+                         std::to_string(attributes.cluster_x));
+  const bool cluster = attributes.cluster_x > 1 || attributes.cluster_z > 1;
   // A thread that never touched the runtime has no current context; bind the primary one once.
   ensure_runtime_on_this_thread();
   CUresult result;
-  if (attributes.overlap_previous || attributes.cluster_z > 1) {
+  if (attributes.overlap_previous || cluster) {
     CUlaunchAttribute list[2] = {};
     unsigned int count = 0;
     if (attributes.overlap_previous) {
       list[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       list[count++].value.programmaticStreamSerializationAllowed = 1;
     }
-    if (attributes.cluster_z > 1) {
+    if (cluster) {
       list[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      list[count].value.clusterDim.x = 1;
+      list[count].value.clusterDim.x = attributes.cluster_x;
       list[count].value.clusterDim.y = 1;
       list[count++].value.clusterDim.z = attributes.cluster_z;
     }
@@ -194,8 +202,34 @@ void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t 
   }
   check(result, "launch of kernel '" + name_ + "' with grid " + describe(grid) + ", block " + describe(block) + ", " +
                     std::to_string(shared_bytes) + " bytes of dynamic shared memory" +
-                    (attributes.cluster_z > 1 ? ", clusters of " + std::to_string(attributes.cluster_z) : "") +
+                    (cluster ? ", clusters of " + std::to_string(attributes.cluster_x) + " x 1 x " +
+                                   std::to_string(attributes.cluster_z)
+                             : "") +
                     " failed");
+}
+
+void encode_tensor_map_2d_u16(void* map, const void* base, uint64_t cols, uint64_t rows, uint32_t box_cols,
+                              uint32_t box_rows) {
+  static_assert(sizeof(CUtensorMap) == 128, "a 128-byte tensor map");
+  if (reinterpret_cast<uintptr_t>(map) % 64 != 0)
+    throw_argument_error("map", "a 64-byte aligned 128-byte buffer", "a misaligned one");
+  if (reinterpret_cast<uintptr_t>(base) % 16 != 0)
+    throw_argument_error("base", "a 16-byte aligned device address", "a misaligned one");
+  if (cols == 0 || rows == 0 || (cols * 2) % 16 != 0)
+    throw_argument_error("cols", "rows of a multiple of 8 elements (16-byte row pitch)", std::to_string(cols));
+  if (box_cols * 2 != 128 || box_rows == 0 || box_rows > 256)
+    throw_argument_error("box", "64 columns (the 128-byte swizzle span) x 1..256 rows",
+                         std::to_string(box_cols) + " x " + std::to_string(box_rows));
+  const cuuint64_t dims[2] = {cols, rows};
+  const cuuint64_t strides[1] = {cols * 2};
+  const cuuint32_t box[2] = {box_cols, box_rows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  check(driver().tensor_map_encode_tiled(static_cast<CUtensorMap*>(map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+                                         const_cast<void*>(base), dims, strides, box, element_strides,
+                                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled (" + std::to_string(rows) + " x " + std::to_string(cols) + " elements, box " +
+            std::to_string(box_rows) + " x " + std::to_string(box_cols) + ")");
 }
 
 std::shared_ptr<LoadedKernel> get_kernel(const CompileRequest& r) {

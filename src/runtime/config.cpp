@@ -24,9 +24,10 @@ std::string KernelConfig::name() const {
   const std::string split =
       split_k == 0 ? std::string("auto") : (split_k == kStreamK ? std::string("stream") : std::to_string(split_k));
   const char* table = lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg");
-  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
+  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
                      warps_m, groups_k, split, table, w_in_registers ? "_wreg" : "",
-                     min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string());
+                     min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string(),
+                     x_multicast > 1 ? fmt::format("_mc{}", x_multicast) : std::string());
 }
 
 namespace {
@@ -74,6 +75,7 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   }
   if (ok && take(s, "_wreg")) c.w_in_registers = true;
   if (ok && s.substr(0, 4) == "_occ") ok = take_int(s, "_occ", c.min_blocks) && c.min_blocks >= 2;
+  if (ok && s.substr(0, 3) == "_mc") ok = take_int(s, "_mc", c.x_multicast) && c.x_multicast >= 2;
   if (!ok || !s.empty()) throw_argument_error("config", expected, fmt::format("'{}'", name));
   if (c.family != 80 && c.family != 90)
     throw_argument_error("config", "kernel family sm80 or sm90", fmt::format("'{}'", name));
@@ -103,7 +105,10 @@ void check_problem(const Problem& p) {
 
 int config_shared_bytes(const KernelConfig& c, const Problem& p) {
   const int group = kernel_group(p);
-  if (c.family == 90) return sm90_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut));
+  // (x multicast: its mbarriers are static shared memory, and with them the sm_90 compiler's 1 KB reserve)
+  if (c.family == 90)
+    return sm90_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut)) +
+           (c.x_multicast > 1 ? 1024 : 0);
   return sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut), c.w_in_registers);
 }
 
@@ -125,6 +130,20 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
       return "the sm90 family has whole warpgroups of one 16-row strip per warp (w{4,8,..}x1, tile_n = 16 x warps)";
     if (!sm90_tile_m_supported(c.tile_m)) return fmt::format("the sm90 family has no wgmma for tile_m {}", c.tile_m);
     if (c.w_in_registers || c.min_blocks != 1) return "_wreg and _occN belong to the sm80 family";
+  }
+  if (c.x_multicast != 1) {
+    if (c.family != 90) return "x multicast (_mcN) belongs to the sm90 family (TMA)";
+    if (c.x_multicast != 2 && c.x_multicast != 4)
+      return fmt::format("x multicast to {} blocks: clusters of 2 or 4 column tiles", c.x_multicast);
+    if (c.split_k == kStreamK) return "x multicast (_mcN) runs one split-K item per block, not Stream-K";
+    // each block's TMA loads whole 8-row swizzle atoms of the x tile
+    if (c.tile_m % (8 * c.x_multicast) != 0)
+      return fmt::format("x multicast to {} blocks needs tile_m a multiple of {}, not {}", c.x_multicast,
+                         8 * c.x_multicast, c.tile_m);
+    const int64_t n_tiles = (packed_shape(p.n, p.k, p.bits, p.group_size).n_padded + c.tile_n - 1) / c.tile_n;
+    if (n_tiles % c.x_multicast != 0)
+      return fmt::format("x multicast to clusters of {} needs a multiple of {} column tiles, N = {} makes {}",
+                         c.x_multicast, c.x_multicast, p.n, n_tiles);
   }
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   if (ps.k_padded % c.tile_k != 0)
@@ -251,7 +270,8 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
     // decode shape on the H200 (docs/NOTES.md, v1.4), as it keeps only one k tile of W in flight per warp.
     for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
       // Stream-K (skstream) stays forcible but is not offered: slower than split-K on every shape measured
-      // on the H200 (docs/NOTES.md v1.9)
+      // on the H200 (docs/NOTES.md v1.9); so does x multicast (_mc2): 5-25% slower on the 15 shapes of
+      // M = 32..4096 measured (v1.11)
       for (int split : {0, 1, 2, 4, 8}) {
         KernelConfig c = shape;
         c.lut = lut;

@@ -17,6 +17,7 @@
 #include "lutmm/error.hpp"
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "lutmm/ptx/tma.cuh"
 #include "runtime/cuda_check.hpp"
 #include "lutmm/tune.hpp"
 #include "runtime/kernel_shapes.hpp"
@@ -104,10 +105,10 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
   int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
-      lut_row_bytes, w_in_registers, min_blocks;
+      lut_row_bytes, w_in_registers, min_blocks, x_multicast;
   auto tie() const {
     return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
-                    warps_k, lut_row_bytes, w_in_registers, min_blocks);
+                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -123,7 +124,7 @@ std::map<KernelKey, ReadyKernel> g_kernels;
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
   const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
                       p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
-                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks};
+                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
@@ -274,6 +275,10 @@ struct Plan {
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
   uint32_t* counters = nullptr;
+  // x multicast (_mcN): x's TMA tensor map, encoded for the x this plan last ran on (a call with the same x,
+  // e.g. a CUDA graph's capture and a benchmark's repeats, reuses it)
+  ptx::TensorMap x_map{};
+  const void* x_map_base = nullptr;
 };
 
 // A switch that is on unless the environment variable says "0" (read once per process).
@@ -337,7 +342,9 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     plan.grid = dim3(static_cast<unsigned>(sk.blocks));
   } else {
     plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
-    if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
+    if (c.x_multicast > 1)  // (config_invalid_reason: n_tiles is a multiple; splits reduce through the workspace)
+      plan.launch.cluster_x = static_cast<unsigned>(c.x_multicast);
+    else if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
       plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
   }
   plan.workspace_need = split_k_workspace(c, p, dev);
@@ -420,7 +427,12 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.tiles_m = plan->tiles_m;
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
-  void* args[] = {&params};
+  void* args[] = {&params, &plan->x_map};  // (the tensor map: only the x multicast kernels take it)
+  if (plan->config.x_multicast > 1 && plan->x_map_base != x) {
+    jit::encode_tensor_map_2d_u16(&plan->x_map, x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), 64,
+                                  static_cast<uint32_t>(plan->config.tile_m / plan->config.x_multicast));
+    plan->x_map_base = x;
+  }
   plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args,
                               plan->launch);
 }

@@ -65,14 +65,27 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     if (weights < (int64_t{8} << 20)) {  // two warpgroups of N = 32 (77 x 1280 x 2048: 1.19x, 64 x 1280 x 5120: 1.10x)
       shape(128, 32, 128, 4);
       c.lut = p.k <= 2048 ? LutPlacement::registers : pair_table;
-    } else if (weights < (int64_t{32} << 20)) {  // one warpgroup of N = 64, the register table (8-16M: 1.15-1.18x)
-      if (p.m > 64) return std::nullopt;
-      shape(64, 64, 128, 4);
-      c.lut = LutPlacement::registers;
-    } else {  // four warpgroups of N = 64 (80), the 256-byte-row table for 4 bits (1.2-1.25x)
-      shape(256, p.m <= 64 ? 64 : 80, 64, 4);
+    } else if (p.m > 64) {  // four warpgroups of N = 80 from 32M weights (1.2-1.25x)
+      if (weights < (int64_t{32} << 20)) return std::nullopt;
+      shape(256, 80, 64, 4);
+      c.lut = pair_table;
+    } else {
+      // 128-deep k tiles (session 7: eight wgmmas between two block barriers), the 256-byte-row table for 4
+      // bits: two warpgroups of N = 64 up to 64M weights (64 x {4096, 10240, 14336} x ...: 1.03-1.17x over
+      // the 64-deep tiles), four from there, in four stages (64 x 28672 x 8192: 76.1 -> 72.5 us over three)
+      if (weights < (int64_t{64} << 20)) {
+        shape(128, 64, 128, 4);
+      } else {
+        shape(256, 64, 128, 4);
+      }
       c.lut = pair_table;
     }
+  } else if (p.m <= 256 && weights <= (int64_t{16} << 20) && p.n <= 4096) {
+    // M = 81..256 up to 16M weights: two warpgroups of N = 64 in 128-deep k tiles (128 x 4096 x 4096: 1.13x,
+    // 256 x 4096 x 4096: 1.17x, 256 x 1280 x 5120: 1.21x, 256 x 1280 x 1280: 1.12x over the choices before;
+    // 256 x 10240 x 1280 stays on four warpgroups of N = 128 below)
+    shape(128, 64, 128, 4);
+    c.lut = pair_table;
   } else if (p.m <= 512 && weights <= (int64_t{2} << 20)) {
     shape(64, 64, 128, 4);  // small layers: one warpgroup of N = 64, the register table (1.4-1.6x)
     c.lut = LutPlacement::registers;
@@ -86,7 +99,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
       shape(128, 80, 64, 6);
     }
   } else if (p.m <= 160 && weights < (int64_t{32} << 20)) {
-    shape(256, 64, 64, 4);  // M = 81..160 on mid-size weights: N = 64 (128 x 4096 x 4096: 1.43x over N = 128)
+    shape(256, 64, 128, 4);  // M = 81..160 on 16-32M weights: N = 64 (128 x 4096 x 4096: 1.43x over N = 128)
     c.lut = pair_table;
   } else if ((p.m >= 256 && weights >= (int64_t{16} << 20)) || p.n >= 3072 || (p.m >= 2048 && p.n >= 1536)) {
     // four warpgroups of N = 128 (1.3-1.8x over sm80; 1.02-1.10x over two of N = 256 in session 6), the

@@ -46,8 +46,14 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
           if (!config_invalid_reason(c, p, described_h200()).empty()) continue;
           jobs.push_back({p, c, arch});
           if (shape.family == 90 && bits != 2) {  // the Stream-K instantiation (forcible) where it is valid
-            c.split_k = kStreamK;
-            if (config_invalid_reason(c, p, described_h200()).empty()) jobs.push_back({p, c, arch});
+            KernelConfig stream_k = c;
+            stream_k.split_k = kStreamK;
+            if (config_invalid_reason(stream_k, p, described_h200()).empty()) jobs.push_back({p, stream_k, arch});
+          }
+          if (shape.family == 90) {  // x multicast to pairs of column tiles (TMA), where it is valid
+            KernelConfig multicast = c;
+            multicast.x_multicast = 2;
+            if (config_invalid_reason(multicast, p, described_h200()).empty()) jobs.push_back({p, multicast, arch});
           }
           if (shape.family == 80 && shape.tile_m <= 16 && shape.warps_k == 1) {  // the decode shapes also come with W streamed into registers
             c.w_in_registers = true;

@@ -41,12 +41,16 @@ TEST(KernelConfig, NameRoundTrips) {
   }
   for (const auto& shape : sm90_kernel_shapes())
     for (int split : {0, 1, 3, 16, kStreamK})
-      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
-        KernelConfig c = shape;
-        c.split_k = split;
-        c.lut = lut;
-        EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
-      }
+      for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers})
+        for (int multicast : {1, 2, 4}) {
+          KernelConfig c = shape;
+          c.split_k = split;
+          c.lut = lut;
+          c.x_multicast = multicast;
+          EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+        }
+  EXPECT_EQ(KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc2").x_multicast, 2);
+  EXPECT_EQ(KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256").x_multicast, 1);
   EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_sk2_lutsmem256").family, 90);
   EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256").split_k, kStreamK);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
@@ -84,6 +88,38 @@ TEST(KernelConfig, Sm90FamilyRunsOnSm90Only) {
   EXPECT_NE(config_invalid_reason(c, problem(64, 8192, 8192, 3), described_h200()).find("lutsmem256"), std::string::npos);
 }
 
+// x multicast (_mcN): clusters of 2 or 4 column tiles of the sm90 family, split-K only, whole 8-row swizzle
+// atoms per block, a whole number of clusters along N; forcible, not offered (measured slower).
+TEST(KernelConfig, XMulticastRules) {
+  const DeviceInfo dev = described_h200();
+  const KernelConfig mc = KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc2");
+  EXPECT_EQ(config_invalid_reason(mc, problem(64, 4096, 4096), dev), "");
+  KernelConfig four = mc;
+  four.x_multicast = 4;
+  EXPECT_EQ(config_invalid_reason(four, problem(64, 4096, 4096), dev), "");
+  // 1280 / 128 = 10 column tiles: pairs yes, fours no
+  EXPECT_EQ(config_invalid_reason(mc, problem(64, 1280, 5120), dev), "");
+  EXPECT_NE(config_invalid_reason(four, problem(64, 1280, 5120), dev).find("multiple of 4 column tiles"), std::string::npos);
+  KernelConfig bad = mc;
+  bad.x_multicast = 3;
+  EXPECT_NE(config_invalid_reason(bad, problem(64, 4096, 4096), dev).find("clusters of 2 or 4"), std::string::npos);
+  bad = mc;
+  bad.split_k = kStreamK;
+  EXPECT_NE(config_invalid_reason(bad, problem(64, 4096, 4096), dev).find("Stream-K"), std::string::npos);
+  bad = KernelConfig::parse("sm90_n128_m8_k128_s4_w8x1_sk4_lutsmem256_mc2");  // 4 rows a block
+  EXPECT_NE(config_invalid_reason(bad, problem(8, 4096, 4096), dev).find("multiple of 16"), std::string::npos);
+  bad = KernelConfig::parse("sm80_n128_m64_k128_s3_w4x1x2_sk2_lutsmem");
+  bad.x_multicast = 2;
+  EXPECT_NE(config_invalid_reason(bad, problem(64, 4096, 4096), dev).find("sm90 family"), std::string::npos);
+  EXPECT_NE(config_invalid_reason(mc, problem(64, 4096, 4096), described_a100()).find("sm_90 GPUs only"), std::string::npos);
+  // its barriers' static shared memory counts (the sm_90 compiler reserves 1 KB with them)
+  KernelConfig plain = mc;
+  plain.x_multicast = 1;
+  EXPECT_EQ(config_shared_bytes(mc, problem(64, 4096, 4096)), config_shared_bytes(plain, problem(64, 4096, 4096)) + 1024);
+  for (int64_t m : {1, 64, 1024})
+    for (const KernelConfig& v : valid_configs(problem(m, 4096, 4096), dev)) EXPECT_EQ(v.x_multicast, 1) << v.name();
+}
+
 TEST(KernelConfig, BadNamesNameTheConfigArgument) {
   for (const char* bad : {"", "sm80", "sm80_n64_m16_k128_s4_w4x1_sk2", "sm80_n64_m16_k128_s4_w4x1_sk2_lutfoo",
                           "sm80_n64_m16_k128_s4_w4x1_sk0_lutsmem", "sm80_n63_m16_k128_s4_w4x1_sk2_lutsmem",
@@ -91,7 +127,8 @@ TEST(KernelConfig, BadNamesNameTheConfigArgument) {
                           "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_wreg_wreg", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ1",
                           "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ", "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_occ3_wreg",
                           "sm80_n64_m32_k128_s4_w4x1x1_sk2_lutreg", "sm80_n64_m32_k128_s4_w4x1x_sk2_lutreg",
-                          "sm80_n64_m32_k128_s4_w4x1x4_sk2_lutreg"}) {
+                          "sm80_n64_m32_k128_s4_w4x1x4_sk2_lutreg", "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc1",
+                          "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc", "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem_mc2_occ2"}) {
     try {
       KernelConfig::parse(bad);
       ADD_FAILURE() << "accepted " << bad;

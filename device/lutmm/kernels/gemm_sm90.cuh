@@ -19,6 +19,18 @@
 // Pipeline: cp.async stages as in sm80 (pipeline/stage_loader.cuh), but a copy into a stage waits one more
 // k tile: when iteration it starts, the last kInFlight wgmmas of tile it - 1 may still be reading, so the
 // copy goes into the stage of tile it - 2, which every warp finished before the barrier.
+//
+// x multicast (K::kXMulticast = N > 1, config suffix _mcN): N neighbouring column tiles run as one cluster
+// and share their x tiles, which otherwise every column tile reads from L2 again (at M = 64 as many bytes as
+// W). W and scales still come by cp.async; x by TMA (ptx/tma.cuh): block r of the cluster loads rows
+// r * kTileM / N .. of each stage's x tile and multicasts them into all N blocks. Two mbarriers per stage:
+//  * x_full[s] (this block's): one arrival, thread 0's expect_tx of the whole x tile, plus the bytes of the N
+//    multicasts; every thread waits on it before the tile's wgmmas;
+//  * x_empty[s]: N arrivals, one from each block of the cluster once all its warps are done with the stage
+//    (thread 0, after the iteration's barrier, into every block's x_empty); thread 0 waits on its own before
+//    multicasting into the stage again, since its copy overwrites the stage in all N blocks.
+// Every multicast into a block and every arrival on its barriers is one that block waits for before its
+// main loop ends, so no block can exit (or reuse its stages as the epilogue tile) under a peer's traffic.
 #include "lutmm/epilogue/epilogue.cuh"
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm90_config.cuh"
@@ -26,7 +38,9 @@
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/pipeline/stage_loader.cuh"
+#include "lutmm/ptx/cluster.cuh"
 #include "lutmm/ptx/timeline.cuh"
+#include "lutmm/ptx/tma.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
@@ -42,19 +56,23 @@ namespace lutmm {
 // wgmmas in flight per warpgroup, and slices dequantized ahead of the one multiplied: two and one where a k
 // tile has 4 slices (4 A register sets); three and two with 8 slices (8 sets), 2% faster at M = 32..333 than
 // two and one (docs/NOTES.md, v1.11: 64x4096x4096 12.69 -> 12.41 us; four and three, two and three no better).
+// (Stream-K keeps two and one: its item loop's registers spill with eight sets on 256 x 64 tiles.)
 template <class K>
-constexpr int kSm90ABuffers = K::kSlices < 8 ? 4 : 8;
+constexpr int kSm90ABuffers = K::kSlices < 8 || K::kStreamK ? 4 : 8;
 template <class K>
 constexpr int kSm90InFlight = LUTMM_SM90_IN_FLIGHT > 0 && LUTMM_SM90_IN_FLIGHT + LUTMM_SM90_LOOKAHEAD + 1 <= kSm90ABuffers<K>
                                   ? LUTMM_SM90_IN_FLIGHT
-                                  : (K::kSlices < 8 ? 2 : 3);
+                                  : (kSm90ABuffers<K> < 8 ? 2 : 3);
 template <class K>
 constexpr int kSm90Lookahead = LUTMM_SM90_LOOKAHEAD > 0 && kSm90InFlight<K> + LUTMM_SM90_LOOKAHEAD + 1 <= kSm90ABuffers<K>
                                    ? LUTMM_SM90_LOOKAHEAD
-                                   : (K::kSlices < 8 ? 1 : 2);
+                                   : (kSm90ABuffers<K> < 8 ? 1 : 2);
 
+// x_map: x as a TMA tensor, for x multicast (K::kXMulticast > 1, else null): a second kernel parameter (in
+// GemmParams, its 64-byte alignment changed the register allocation of other kernels), [m][k] 16-bit
+// elements in boxes of 64 columns (128 bytes: the 128-byte swizzle) x kTileM / kXMulticast rows, zero outside.
 template <class K>
-LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
+LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = nullptr) {
   // wgmma exists only on the arch-specific target: instantiated for anything else, the MMAs would vanish
   // (their wrappers trap), so refuse to compile instead (runtime/kernel_source.cpp asks NVRTC for sm_90a).
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -87,6 +105,40 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
     const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
     for (int d = 0; d < K::kStages - 2 && d < work.kt_end - work.kt_begin; ++d) loader.prefetch_w(work.kt_begin + d);
   }
+  // x multicast: the barriers, initialised and visible to the whole cluster before any block copies or
+  // arrives (also before the dependency wait: none of it reads the previous kernel's output).
+  constexpr bool kTmaX = K::kXMulticast > 1;
+  constexpr int kXRowsPerBlock = K::kTileM / K::kXMulticast;
+  constexpr uint32_t kXTileBytes = K::kAtomsK * K::kTileM * 128;
+  __shared__ __align__(8) uint64_t x_full[kTmaX ? K::kStages : 1], x_empty[kTmaX ? K::kStages : 1];
+  uint32_t x_rank = 0;
+  if constexpr (kTmaX) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    x_rank = ptx::cluster_rank();
+    if (tid == 0) {
+      for (int s = 0; s < K::kStages; ++s) {
+        ptx::mbarrier_init(ptx::smem_addr(&x_full[s]), 1);
+        ptx::mbarrier_init(ptx::smem_addr(&x_empty[s]), K::kXMulticast);
+      }
+      ptx::fence_mbarrier_init_cluster();  // (the release the barrier below needs: it can be relaxed)
+      ptx::prefetch_tensor_map(x_map);
+    }
+    ptx::cluster_sync_relaxed();
+#endif
+  }
+  // Thread 0: k tile kt's x rows of this block, into stage s of every block of the cluster.
+  auto multicast_x = [x_map, pipe, x_rank, m0 = work.m0](int s, int kt) {  // (x_full: static storage)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint32_t full = ptx::smem_addr(&x_full[s]);
+    ptx::mbarrier_arrive_expect_tx(full, kXTileBytes);
+    const uint32_t dst = ptx::smem_addr(Layout::x(pipe, s)) + x_rank * kXRowsPerBlock * 128;
+#pragma unroll
+    for (int b = 0; b < K::kAtomsK; ++b)
+      ptx::tma_load_2d_multicast(dst + b * K::kTileM * 128, x_map, kt * K::kTileK + b * 64,
+                                 m0 + static_cast<int>(x_rank) * kXRowsPerBlock, full,
+                                 static_cast<uint16_t>((1u << K::kXMulticast) - 1));
+#endif
+  };
   ptx::grid_dependency_wait();
   timeline.mark(1);
   // The table; the first barrier of the main loop publishes it.
@@ -112,7 +164,12 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
     // Prologue: kStages - 2 tiles ahead (one commit per stage, even when empty, keeps the wait count exact).
 #pragma unroll
     for (int s = 0; s < K::kStages - 2; ++s) {
-      if (s < num_kt) loader.load(pipe, s, work.kt_begin + s);
+      if (s < num_kt) {
+        loader.load(pipe, s, work.kt_begin + s);
+        if constexpr (kTmaX) {
+          if (tid == 0) multicast_x(s, work.kt_begin + s);
+        }
+      }
       ptx::cp_async_commit();
     }
 
@@ -128,12 +185,27 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p) {
 
     for (int it = 0; it < num_kt; ++it) {
       ptx::cp_async_wait<K::kStages - 3>();
-      mma::fence_proxy_async_shared();  // this thread's copies (and zeroed rows) -> visible to the tensor cores
-      __syncthreads();                  // stage `it` is complete; every warp is done with stage it - 2
+      if constexpr (!kTmaX) mma::fence_proxy_async_shared();  // this thread's x copies (and zeroed rows) ->
+                                                               // visible to the tensor cores
+      __syncthreads();  // stage `it` is complete (W, scales; x: below); every warp is done with stage it - 2
       if (it == 0) timeline.mark(2);
       const int next = it + K::kStages - 2;
       if (next < num_kt) loader.load(pipe, next % K::kStages, work.kt_begin + next);
       ptx::cp_async_commit();
+      if constexpr (kTmaX) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (tid == 0 && next < num_kt) {
+          const int s = next % K::kStages;
+          if (it >= 2) {  // stage s held tile it - 2: release it in every block, then wait for all to have
+            const uint32_t empty = ptx::smem_addr(&x_empty[s]);
+            for (int r = 0; r < K::kXMulticast; ++r) ptx::mbarrier_arrive_cluster(ptx::map_to_rank(empty, r));
+            ptx::mbarrier_wait(empty, static_cast<uint32_t>((it - 2) / K::kStages) & 1u);
+          }
+          multicast_x(s, work.kt_begin + next);
+        }
+        ptx::mbarrier_wait(ptx::smem_addr(&x_full[it % K::kStages]), static_cast<uint32_t>(it / K::kStages) & 1u);
+#endif
+      }
 
       const int stage = it % K::kStages;
       const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(pipe, stage));

@@ -34,14 +34,17 @@ LUTMM_HOST_DEVICE constexpr bool sm90_tile_m_supported(int tile_m) {
 // table and epilogue code read have the sm80 meaning (one strip per warp, one warp row, no k groups).
 // kStreamK: the block runs a Stream-K run of (tile, K range) items (scheduler/stream_k.cuh) instead of one
 // split-K item; a separate instantiation, so the split-K kernel keeps its straight-line registers.
+// kXMulticast > 1: kXMulticast neighbouring column tiles form a cluster; x comes by TMA, each block loading
+// kTileM / kXMulticast of the tile's rows into every block of the cluster (ptx/tma.cuh).
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kLutRowBytes_, bool kStreamK_ = false>
+          int kLutRowBytes_, bool kStreamK_ = false, int kXMulticast_ = 1>
 struct Sm90Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = 1, kWarpsK = 1;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = false, kWgmmaLayout = true, kStreamK = kStreamK_;
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;
+  static constexpr int kXMulticast = kXMulticast_;
 
   static constexpr int kThreads = 32 * kWarpsN;
   static constexpr int kWarpTileN = 16, kFragsN = 1;
@@ -71,6 +74,9 @@ struct Sm90Kernel {
   static_assert(kLutRowBytes == 0 || kLutRowBytes == 128 || (kLutRowBytes == 256 && kBits == 4),
                 "pair-table rows of 128 bytes, or 256 for 4-bit codes");
   static_assert(kWBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");
+  static_assert(kXMulticast == 1 || ((kXMulticast == 2 || kXMulticast == 4) && !kStreamK &&
+                                     kTileM % (8 * kXMulticast) == 0),
+                "x multicast: clusters of 2 or 4 split-K blocks, each loading whole 8-row swizzle atoms");
 };
 
 }  // namespace lutmm

@@ -22,7 +22,8 @@ struct StageLoader {
   static constexpr int kWChunks = (K::kTileN / 16) * kChunksPerStrip;
   static constexpr int kWIters = dev::ceil_div(kWChunks, K::kThreads);
   static constexpr int kXChunksPerRow = K::kTileK / 8;
-  static constexpr int kXIters = dev::ceil_div(K::kTileM * kXChunksPerRow, K::kThreads);
+  // (none when the sm90 kernel brings x by TMA multicast, K::kXMulticast > 1)
+  static constexpr int kXIters = K::kXMulticast > 1 ? 0 : dev::ceil_div(K::kTileM * kXChunksPerRow, K::kThreads);
   static constexpr int kScaleChunksPerRow = K::kTileN / 8;
   static constexpr int kSIters = dev::ceil_div(K::kScaleRows * kScaleChunksPerRow, K::kThreads);
   // L2 prefetch of W: the 128-byte lines of the block's strips for one k tile (atoms are 256, 384 or 512
@@ -37,8 +38,8 @@ struct StageLoader {
   // W: this thread's source at k tile 0 (always a real strip, see above)
   const uint8_t* w_src[kWIters];
   // x: source row start at k = 0 (null when this thread has no chunk), chunk column, destination offset
-  const uint16_t* x_src[kXIters];
-  int x_col[kXIters], x_dst[kXIters];
+  const uint16_t* x_src[kXIters > 0 ? kXIters : 1];
+  int x_col[kXIters > 0 ? kXIters : 1], x_dst[kXIters > 0 ? kXIters : 1];
   // scales: source for group row 0 (clamped to the last real column block like W)
   const uint16_t* s_src[kSIters];
   // W prefetch: this thread's line at k tile 0 (null when it has none)
@@ -84,11 +85,13 @@ struct StageLoader {
   // Zeroes the x rows past M in every stage once, so a decode step (M = 1) issues no copies for them.
   // Ordinary stores: the first barrier of the main loop orders them before any ldmatrix.
   LUTMM_DEVICE void zero_x_tail(uint8_t* smem) const {
-    for (int s = 0; s < K::kStages; ++s) {
-      uint8_t* xs = Layout::x(smem, s);
-      for (int i = rows * kXChunksPerRow + tid; i < K::kTileM * kXChunksPerRow; i += K::kThreads)
-        *reinterpret_cast<dev::uint4_t*>(xs + Layout::x_offset(i / kXChunksPerRow, i % kXChunksPerRow)) =
-            dev::uint4_t{0u, 0u, 0u, 0u};
+    if constexpr (K::kXMulticast == 1) {  // (TMA multicast fills the rows past M with zeros itself)
+      for (int s = 0; s < K::kStages; ++s) {
+        uint8_t* xs = Layout::x(smem, s);
+        for (int i = rows * kXChunksPerRow + tid; i < K::kTileM * kXChunksPerRow; i += K::kThreads)
+          *reinterpret_cast<dev::uint4_t*>(xs + Layout::x_offset(i / kXChunksPerRow, i % kXChunksPerRow)) =
+              dev::uint4_t{0u, 0u, 0u, 0u};
+      }
     }
   }
 
