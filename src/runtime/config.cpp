@@ -226,8 +226,9 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     } else {
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
       // (M <= 80 and K <= 2048 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x
-      // faster in two and four splits than in one and two; 32 x 4096 x 4096 1.26x slower in eight than four)
-      const bool short_k = p.m <= 80 && p.k <= 2048;
+      // faster in two and four splits than in one and two; 32 x 4096 x 4096 1.26x slower in eight than four;
+      // the sm90 family up to M = 256: 256 x 1280 x 1280 on 128 x 64 x 128 tiles 1.27x faster in two splits)
+      const bool short_k = p.k <= 2048 && (p.m <= 80 || (c.family == 90 && p.m <= 256));
       const int min_k_tiles = c.tile_m <= 16 ? 2 : (short_k ? std::max(4, 512 / c.tile_k) : std::max(8, 1024 / c.tile_k));
       max_splits = k_tiles >= 2 * min_k_tiles ? k_tiles / min_k_tiles : 1;
       splits = static_cast<int>(target / tiles);

@@ -74,6 +74,8 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(64, 14336, 4096).name(), "sm90_n128_m64_k128_s4_w8x1_sk1_lutsmem256");
   EXPECT_EQ(pick(64, 4096, 4096).name(), "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256");
   EXPECT_EQ(pick(256, 4096, 4096).name(), "sm90_n128_m64_k128_s4_w8x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(256, 1280, 1280).name(), "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem256");  // (1.27x over one split)
+  EXPECT_EQ(pick(128, 14336, 4096).name(), "sm90_n256_m64_k128_s4_w16x1_sk1_lutsmem256");
   EXPECT_EQ(pick(4096, 8192, 8192).name(), "sm90_n256_m128_k64_s4_w16x1_sk1_lutsmem256");  // (session 6: 910 vs 945 us on 128 x 256)
   EXPECT_EQ(pick(128, 8192, 8192).family, 90);
   EXPECT_EQ(pick(64, 8192, 8192, 3).lut, LutPlacement::shared);  // 3-bit: no 256-byte rows
