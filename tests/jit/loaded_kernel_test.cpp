@@ -54,6 +54,31 @@ TEST(LoadedKernel, EmptyKernelRefusesToLaunch) {
   EXPECT_THROW(LoadedKernel::load({}, "k"), Error);
 }
 
+// The TMA tensor map of x (x multicast): arguments outside what the kernels read are refused, naming the
+// argument, before the driver is asked (so also without a GPU); with a GPU a valid one encodes.
+TEST(TensorMap, BadArgumentsNameTheArgument) {
+  alignas(64) unsigned char map[192] = {};
+  const void* base = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // (never dereferenced)
+  auto refused = [&](void* m, const void* b, uint64_t cols, uint64_t rows, uint32_t box_cols, uint32_t box_rows,
+                     const char* argument) {
+    try {
+      encode_tensor_map_2d_u16(m, b, cols, rows, box_cols, box_rows);
+      ADD_FAILURE() << "accepted (" << argument << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + argument + "'"), std::string::npos) << e.what();
+    }
+  };
+  refused(map + 8, base, 4096, 64, 64, 32, "map");
+  refused(map, static_cast<const char*>(base) + 2, 4096, 64, 64, 32, "base");
+  refused(map, base, 4092, 64, 64, 32, "cols");  // rows of 8184 bytes: not a 16-byte pitch
+  refused(map, base, 0, 64, 64, 32, "cols");
+  refused(map, base, 4096, 64, 32, 32, "box");    // 64 bytes: not the 128-byte swizzle span
+  refused(map, base, 4096, 64, 64, 512, "box");
+  if (device_count() == 0) return;
+  DeviceFloats x(64 * 4096 / 2);
+  EXPECT_NO_THROW(encode_tensor_map_2d_u16(map, x.ptr, 4096, 64, 64, 32));
+}
+
 TEST(LoadedKernel, WithoutGpuThrowsError) {
   if (device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
   const CompiledKernel k = compile(scale_request(80));

@@ -136,5 +136,17 @@ TEST(CompileAllConfigs, TimelineInstrumentationIsCompiledInOnlyOnRequest) {
   }
 }
 
+// x multicast kernels take x's tensor map as a second __grid_constant__ parameter; every other kernel keeps
+// the one parameter block (runtime/gemm.cpp passes both pointers; the driver reads what a kernel declares).
+TEST(CompileAllConfigs, OnlyXMulticastKernelsTakeATensorMap) {
+  Problem p;
+  p.m = 64; p.n = 4096; p.k = 4096; p.bits = 4; p.group_size = 128; p.dtype = DType::bf16;
+  const std::string with = gemm_kernel_request(p, KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc2"), 90).source;
+  const std::string without = gemm_kernel_request(p, KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256"), 90).source;
+  EXPECT_NE(with.find("const __grid_constant__ lutmm::ptx::TensorMap x_map"), std::string::npos) << with;
+  EXPECT_EQ(without.find("TensorMap"), std::string::npos) << without;
+  EXPECT_NE(with.find("Sm90Kernel<4, 128, true, 128, 64, 128, 4, 8, 256, false, 2>"), std::string::npos) << with;
+}
+
 }  // namespace
 }  // namespace lutmm
