@@ -235,6 +235,12 @@ TEST(SplitK, AutoFollowsTheMeasuredRules) {
   EXPECT_EQ(resolve_split_k(decode, problem(1, 4096, 4096), dev), 4);           // 8 MB: 32 tiles x 4
   EXPECT_EQ(resolve_split_k(decode, problem(1, 4096, 14336), dev), 8);          // 29 MB: 32 tiles x 8
   EXPECT_EQ(resolve_split_k(decode, problem(1, 28672, 8192), dev), 1);          // 224 tiles
+  // short K: rounded down where the rounded-up count would leave a split under four k tiles
+  const KernelConfig deep = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1x2_skauto_lutsmem256");
+  const KernelConfig deep64 = KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1_skauto_lutreg");
+  EXPECT_EQ(resolve_split_k(deep, problem(2, 9216, 1536), dev), 1);    // 72 tiles, 6 k tiles: not 2
+  EXPECT_EQ(resolve_split_k(deep64, problem(2, 3072, 1536), dev), 2);  // 48 tiles: not 3
+  EXPECT_EQ(resolve_split_k(deep, problem(1, 9216, 4096), dev), 4);    // 19 MB, 264 / 72 = 3.7; 16 k tiles: up
   EXPECT_EQ(resolve_split_k(wide, problem(300, 1152, 1152), dev), 1);           // 9 k tiles
   EXPECT_EQ(resolve_split_k(wide, problem(300, 1152, 1920), dev), 1);           // 15 k tiles
   const int long_k = resolve_split_k(wide, problem(300, 1152, 4096), dev);      // 32 k tiles
