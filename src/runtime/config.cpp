@@ -131,6 +131,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     if (!sm90_tile_m_supported(c.tile_m)) return fmt::format("the sm90 family has no wgmma for tile_m {}", c.tile_m);
     if (c.w_in_registers || c.min_blocks != 1) return "_wreg and _occN belong to the sm80 family";
   }
+  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   if (c.x_multicast != 1) {
     if (c.family != 90) return "x multicast (_mcN) belongs to the sm90 family (TMA)";
     if (c.x_multicast != 2 && c.x_multicast != 4)
@@ -140,12 +141,11 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     if (c.tile_m % (8 * c.x_multicast) != 0)
       return fmt::format("x multicast to {} blocks needs tile_m a multiple of {}, not {}", c.x_multicast,
                          8 * c.x_multicast, c.tile_m);
-    const int64_t n_tiles = (packed_shape(p.n, p.k, p.bits, p.group_size).n_padded + c.tile_n - 1) / c.tile_n;
+    const int64_t n_tiles = (ps.n_padded + c.tile_n - 1) / c.tile_n;
     if (n_tiles % c.x_multicast != 0)
       return fmt::format("x multicast to clusters of {} needs a multiple of {} column tiles, N = {} makes {}",
                          c.x_multicast, c.x_multicast, p.n, n_tiles);
   }
-  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   if (ps.k_padded % c.tile_k != 0)
     return fmt::format("tile_k {} does not divide the padded K {}", c.tile_k, ps.k_padded);
   const int group = kernel_group(p);
