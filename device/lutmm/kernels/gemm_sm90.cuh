@@ -56,17 +56,16 @@ namespace lutmm {
 // wgmmas in flight per warpgroup, and slices dequantized ahead of the one multiplied: two and one where a k
 // tile has 4 slices (4 A register sets); three and two with 8 slices (8 sets), 2% faster at M = 32..333 than
 // two and one (docs/NOTES.md, v1.11: 64x4096x4096 12.69 -> 12.41 us; four and three, two and three no better).
-// (Stream-K keeps two and one: its item loop's registers spill with eight sets on 256 x 64 tiles.)
+// (Stream-K keeps two and one: its item loop's registers spill with eight sets on 256 x 64 tiles.) The
+// experiment switches replace both where they fit the sets.
 template <class K>
-constexpr int kSm90ABuffers = K::kSlices < 8 || K::kStreamK ? 4 : 8;
-template <class K>
-constexpr int kSm90InFlight = LUTMM_SM90_IN_FLIGHT > 0 && LUTMM_SM90_IN_FLIGHT + LUTMM_SM90_LOOKAHEAD + 1 <= kSm90ABuffers<K>
-                                  ? LUTMM_SM90_IN_FLIGHT
-                                  : (kSm90ABuffers<K> < 8 ? 2 : 3);
-template <class K>
-constexpr int kSm90Lookahead = LUTMM_SM90_LOOKAHEAD > 0 && kSm90InFlight<K> + LUTMM_SM90_LOOKAHEAD + 1 <= kSm90ABuffers<K>
-                                   ? LUTMM_SM90_LOOKAHEAD
-                                   : (kSm90ABuffers<K> < 8 ? 1 : 2);
+struct Sm90SliceQueue {
+  static constexpr int kABuffers = K::kSlices < 8 || K::kStreamK ? 4 : 8;
+  static constexpr bool kSwitched = LUTMM_SM90_IN_FLIGHT > 0 && LUTMM_SM90_LOOKAHEAD > 0 &&
+                                    LUTMM_SM90_IN_FLIGHT + LUTMM_SM90_LOOKAHEAD + 1 <= kABuffers;
+  static constexpr int kInFlight = kSwitched ? LUTMM_SM90_IN_FLIGHT : (kABuffers < 8 ? 2 : 3);
+  static constexpr int kLookahead = kSwitched ? LUTMM_SM90_LOOKAHEAD : (kABuffers < 8 ? 1 : 2);
+};
 
 // x_map: x as a TMA tensor, for x multicast (K::kXMulticast > 1, else null): a second kernel parameter (in
 // GemmParams, its 64-byte alignment changed the register allocation of other kernels), [m][k] 16-bit
@@ -152,8 +151,8 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   // divides kSlices, so the index carries across k tiles (the first slices of a tile reuse the sets that the
   // last tile's first slices had, long done); never more than a k tile's slices in flight, so every wgmma of
   // tile it - 2 is done when iteration it starts.
-  constexpr int kInFlight = kSm90InFlight<K>, kLookahead = kSm90Lookahead<K>;
-  constexpr int kABuffers = kSm90ABuffers<K>;
+  constexpr int kInFlight = Sm90SliceQueue<K>::kInFlight, kLookahead = Sm90SliceQueue<K>::kLookahead;
+  constexpr int kABuffers = Sm90SliceQueue<K>::kABuffers;
   static_assert(K::kSlices % kABuffers == 0 && kInFlight + kLookahead < kABuffers && kInFlight < K::kSlices,
                 "A buffers cycle within a k tile");
 

@@ -24,6 +24,7 @@ struct StageLoader {
   static constexpr int kXChunksPerRow = K::kTileK / 8;
   // (none when the sm90 kernel brings x by TMA multicast, K::kXMulticast > 1)
   static constexpr int kXIters = K::kXMulticast > 1 ? 0 : dev::ceil_div(K::kTileM * kXChunksPerRow, K::kThreads);
+  static constexpr int kXSlots = kXIters > 0 ? kXIters : 1;  // (arrays of the x copies: never zero-length)
   static constexpr int kScaleChunksPerRow = K::kTileN / 8;
   static constexpr int kSIters = dev::ceil_div(K::kScaleRows * kScaleChunksPerRow, K::kThreads);
   // L2 prefetch of W: the 128-byte lines of the block's strips for one k tile (atoms are 256, 384 or 512
@@ -38,8 +39,8 @@ struct StageLoader {
   // W: this thread's source at k tile 0 (always a real strip, see above)
   const uint8_t* w_src[kWIters];
   // x: source row start at k = 0 (null when this thread has no chunk), chunk column, destination offset
-  const uint16_t* x_src[kXIters > 0 ? kXIters : 1];
-  int x_col[kXIters > 0 ? kXIters : 1], x_dst[kXIters > 0 ? kXIters : 1];
+  const uint16_t* x_src[kXSlots];
+  int x_col[kXSlots], x_dst[kXSlots];
   // scales: source for group row 0 (clamped to the last real column block like W)
   const uint16_t* s_src[kSIters];
   // W prefetch: this thread's line at k tile 0 (null when it has none)
