@@ -44,6 +44,11 @@ class DeviceWeight {
 struct GemmOptions {
   std::optional<KernelConfig> config;  // force a config; otherwise the runtime chooses
   cudaStream_t stream = nullptr;
+  // sm_90+: a GEMM starts while the stream's previous kernel finishes (programmatic dependent launch) and
+  // copies its first W tiles and scales before waiting for that kernel; x, the table and the output only
+  // after. Set this when a kernel launched on `stream` since its last synchronisation writes w's codes or
+  // scales (an in-place weight update, a user's own pack kernel): the GEMM then starts after it ends.
+  bool weights_just_written = false;
 };
 
 // x: [m][k] dtype, out: [m][n] dtype, bias: [n] dtype or null. Pointers 16-byte aligned (bias 2-byte).

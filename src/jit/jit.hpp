@@ -95,6 +95,9 @@ class LoadedKernel {
   // Sets the dynamic shared-memory limit once (cudaFuncAttributeMaxDynamicSharedMemorySize equivalent);
   // asking again for the same or fewer bytes costs nothing. Thread-safe.
   void set_max_dynamic_shared_memory(int bytes);
+  // Blocks of block_threads threads and shared_bytes of dynamic shared memory one SM holds at once (its
+  // registers, shared memory and thread limits; cuOccupancyMaxActiveBlocksPerMultiprocessor).
+  int max_active_blocks_per_sm(int block_threads, int shared_bytes) const;
   void launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
               const LaunchAttributes& attributes = {}) const;
   const std::string& name() const { return name_; }

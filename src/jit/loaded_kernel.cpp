@@ -24,6 +24,7 @@ struct DriverApi {
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*module_unload)(CUmodule) = nullptr;
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*occupancy_max_active_blocks)(int*, CUfunction, int, size_t) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                             unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
   CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
@@ -77,6 +78,7 @@ const DriverApi& driver() {
     resolve("cuModuleGetFunction", a.module_get_function);
     resolve("cuModuleUnload", a.module_unload);
     resolve("cuFuncSetAttribute", a.func_set_attribute);
+    resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks);
     resolve("cuLaunchKernel", a.launch_kernel);
     resolve("cuLaunchKernelEx", a.launch_kernel_ex);
     resolve("cuGetErrorString", a.get_error_string);
@@ -155,6 +157,15 @@ void LoadedKernel::set_max_dynamic_shared_memory(int bytes) {
                                     bytes),
         "cannot allow " + std::to_string(bytes) + " bytes of dynamic shared memory for kernel '" + name_ + "'");
   max_dynamic_smem_set_.store(bytes, std::memory_order_release);
+}
+
+int LoadedKernel::max_active_blocks_per_sm(int block_threads, int shared_bytes) const {
+  if (function_ == nullptr) throw_error("max_active_blocks_per_sm on a LoadedKernel that holds no kernel");
+  int blocks = 0;
+  check(driver().occupancy_max_active_blocks(&blocks, static_cast<CUfunction>(function_), block_threads,
+                                             static_cast<size_t>(shared_bytes)),
+        "cannot compute the occupancy of kernel '" + name_ + "'");
+  return blocks;
 }
 
 void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,

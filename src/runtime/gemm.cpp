@@ -22,6 +22,7 @@
 #include "lutmm/tune.hpp"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
+#include "runtime/launch_overlap.hpp"
 #include "runtime/workspace.hpp"
 
 namespace lutmm {
@@ -271,6 +272,7 @@ struct Plan {
   jit::LaunchAttributes launch;  // programmatic dependent launch, split-K clusters
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   int tiles_n = 0, tiles_m = 0;
+  bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
@@ -288,8 +290,9 @@ bool env_switch_on(const char* name) {
 }
 
 // sm_90+: each GEMM is launched as a programmatic dependent of the stream's previous kernel, so its
-// launch, block setup and L2 prefetch of the first W tiles overlap that kernel's tail (the kernel waits
-// for it before reading x or anything else). LUTMM_PDL=0 turns this off (for comparisons).
+// launch, block setup and the copies of its first stages' W and scales overlap that kernel's tail (the
+// kernel waits for it before reading x, the table or writing anything; GemmOptions::weights_just_written
+// turns the overlap off for one call). LUTMM_PDL=0 turns it off (for comparisons).
 bool dependent_launch(const DeviceInfo& dev) {
   static const bool enabled = env_switch_on("LUTMM_PDL");
   return enabled && dev.arch() >= 90;
@@ -306,6 +309,27 @@ bool cluster_split_k(const DeviceInfo& dev, const PackedShape& ps, int64_t block
   static const bool enabled = env_switch_on("LUTMM_CLUSTER_SPLITK");
   return enabled && dev.arch() >= 90 && splits >= 2 && splits <= 8 && ps.words() * 4 <= (5ll << 19) &&
          blocks <= 2ll * dev.sm_count;
+}
+
+// Whether the stream's next kernel may launch at the start of this grid (GemmParams::dependents_early)
+// rather than after its main loop. Early, the next kernel's blocks wait in whatever room this grid leaves,
+// so only where that room cannot pack them onto a few SMs (v1.5: 64x1280x1280 2x slower, launched early):
+//  * the grid takes >= 80% of the GPU's resident slots and its blocks leave < 40 KB of each SM's shared
+//    memory (room for one of the smallest blocks at most): the next kernel's blocks enter SMs mostly as
+//    this grid's blocks leave them, and their W copies overlap this grid's tail (1x8192x28672: 36.2 -> 35.4
+//    us, 16x14336x4096 16.7 -> 16.3, 1x8192x8192 14.1 -> 13.9);
+//  * a grid without clusters on at most a quarter of the SMs: the next kernel's blocks get idle SMs
+//    (2x1536x256: 2.22 -> 1.83 us).
+// Mid-sized grids lost up to 2.4x (77x1280x768 3.9 -> 9.0 us) and stay late (docs/NOTES.md, v1.12).
+bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Problem& p, const ReadyKernel& kernel,
+                      int64_t blocks, bool clusters) {
+  if (!dependent_launch(dev) || dev.sm_count <= 0) return false;
+  if (!clusters && 4 * blocks <= dev.sm_count) return true;
+  const int resident = kernel.kernel->max_active_blocks_per_sm(c.threads(), kernel.shared_bytes);
+  const int64_t slots = static_cast<int64_t>(resident) * dev.sm_count;
+  const int64_t block_smem = config_shared_bytes(c, p) + 1024;  // the driver reserves 1 KB per block
+  return resident > 0 && 5 * blocks >= 4 * slots && dev.smem_per_sm > 0 &&
+         resident * block_smem > dev.smem_per_sm - 40 * 1024;
 }
 
 constexpr int kPlanSlots = 8;
@@ -349,10 +373,26 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   }
   plan.workspace_need = split_k_workspace(c, p, dev);
   plan.kernel = ready_kernel(p, c, dev);
+  const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
+  plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks,
+                                           plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1);
   return plan;
 }
 
 }  // namespace
+
+LaunchOverlap launch_overlap(const Problem& p, const KernelConfig& c) {
+  check_problem(p);
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  GemmOptions options;
+  options.config = c;
+  PlanKey key;
+  key.device = device;
+  bool cacheable = false;
+  const Plan plan = make_plan(key, p, device_info(device), options, cacheable);
+  return {plan.launch.overlap_previous, plan.dependents_early};
+}
 
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {
   check_device_pointer(x, "x", 16);
@@ -427,14 +467,19 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.tiles_m = plan->tiles_m;
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
+  params.dependents_early = plan->dependents_early ? 1 : 0;
   void* args[] = {&params, &plan->x_map};  // (the tensor map: only the x multicast kernels take it)
   if (plan->config.x_multicast > 1 && plan->x_map_base != x) {
     jit::encode_tensor_map_2d_u16(&plan->x_map, x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), 64,
                                   static_cast<uint32_t>(plan->config.tile_m / plan->config.x_multicast));
     plan->x_map_base = x;
   }
-  plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args,
-                              plan->launch);
+  jit::LaunchAttributes launch = plan->launch;
+  if (options.weights_just_written) {  // the kernels copy W before waiting for the previous kernel
+    launch.overlap_previous = false;
+    params.dependents_early = 0;
+  }
+  plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args, launch);
 }
 
 }  // namespace lutmm

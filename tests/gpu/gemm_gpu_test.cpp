@@ -7,6 +7,7 @@
 
 #include "lutmm/lutmm.hpp"
 #include "runtime/kernel_shapes.hpp"
+#include "runtime/launch_overlap.hpp"
 #include "verify.hpp"
 
 namespace lutmm {
@@ -203,6 +204,101 @@ TEST(GemmGpu, ChainedLayersReadTheirPredecessorsOutput) {
     EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << "layer " << i;
   }
   for (uint16_t* a : acts) cudaFree(a);
+}
+
+// Chained layers whose grids let the next kernel launch at their start (a full grid of 2 x 114 KB blocks per
+// SM; a grid on a handful of SMs) and ones that let it launch only after their main loop: each layer copies
+// its first W tiles before waiting for the previous one, whose output it then reads (runtime/gemm.cpp).
+TEST(GemmGpu, EarlyDependentLaunchesKeepChainedLayersCorrect) {
+  REQUIRE_GPU();
+  if (current_device_info().arch() < 90) GTEST_SKIP() << "programmatic dependent launch needs sm_90+";
+  constexpr int64_t m = 3;
+  constexpr int kLayers = 4;
+  const int64_t widths[kLayers + 1] = {1024, 8192, 1024, 256, 1024};
+  const char* configs[kLayers] = {"sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256", nullptr,
+                                  "sm80_n64_m8_k256_s3_w4x1_sk1_lutreg", nullptr};
+  std::vector<QuantizedWeight> weights;
+  std::vector<DeviceWeight> device_weights;
+  std::vector<uint16_t*> acts(kLayers + 1, nullptr);
+  for (int i = 0; i <= kLayers; ++i) {
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&acts[i]), m * widths[i] * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(acts[i], 0xff, m * widths[i] * 2), cudaSuccess);
+  }
+  const std::vector<uint16_t> x = bench::random_values(m * widths[0], DType::bf16, ++g_seed);
+  ASSERT_EQ(cudaMemcpy(acts[0], x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  int early = 0;
+  std::vector<GemmOptions> options(kLayers);
+  for (int i = 0; i < kLayers; ++i) {
+    weights.push_back(bench::random_quantized_weight(widths[i + 1], widths[i], 4, 128, DType::bf16, ++g_seed));
+    device_weights.push_back(DeviceWeight::upload(weights.back()));
+    const Problem p = problem(m, widths[i + 1], widths[i], 4, 128, DType::bf16);
+    options[i].config = configs[i] ? KernelConfig::parse(configs[i]) : chosen_config(p);
+    const LaunchOverlap overlap = launch_overlap(p, *options[i].config);
+    EXPECT_TRUE(overlap.overlap_previous) << "layer " << i;
+    early += overlap.dependents_early ? 1 : 0;
+  }
+  EXPECT_GE(early, 2) << "the full and the tiny grid launch their successors early";
+  EXPECT_LT(early, kLayers) << "a mid-sized grid does not";
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int round = 0; round < 3; ++round)  // (repeated: a race would show as a difference on some round)
+    for (int i = 0; i < kLayers; ++i) gemm(acts[i], m, device_weights[i].view(), nullptr, acts[i + 1], options[i]);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::vector<uint16_t>> host(kLayers + 1);
+  for (int i = 0; i <= kLayers; ++i) {
+    host[i].resize(static_cast<size_t>(m * widths[i]));
+    ASSERT_EQ(cudaMemcpy(host[i].data(), acts[i], host[i].size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  for (int i = 0; i < kLayers; ++i) {
+    std::vector<double> ref(static_cast<size_t>(m * widths[i + 1]));
+    reference_gemm_f64(host[i].data(), m, weights[i], nullptr, ref.data());
+    const bench::OutputComparison cmp =
+        bench::compare_output(host[i + 1].data(), ref.data(), static_cast<int64_t>(ref.size()), DType::bf16);
+    EXPECT_EQ(cmp.unwritten, 0) << "layer " << i;
+    EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << "layer " << i;
+  }
+  for (uint16_t* a : acts) cudaFree(a);
+}
+
+// Weights rewritten on the stream right before a GEMM (here a device-to-device copy of another weight's
+// codes and scales into them): with weights_just_written the GEMM reads the new ones.
+TEST(GemmGpu, WeightsJustWrittenOnTheStreamAreTheOnesUsed) {
+  REQUIRE_GPU();
+  constexpr int64_t m = 4, n = 2048, k = 1024;
+  const QuantizedWeight first = bench::random_quantized_weight(n, k, 4, 128, DType::bf16, ++g_seed);
+  QuantizedWeight second = bench::random_quantized_weight(n, k, 4, 128, DType::bf16, ++g_seed);
+  second.table = first.table;  // (the copy below moves codes and scales)
+  DeviceWeight target = DeviceWeight::upload(first);
+  const DeviceWeight source = DeviceWeight::upload(second);
+  const PackedShape s = packed_shape(n, k, 4, 128);
+  const std::vector<uint16_t> x = bench::random_values(m * k, DType::bf16, ++g_seed);
+  uint16_t *dx = nullptr, *dout = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dx), x.size() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dout), m * n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dout, 0xff, m * n * 2), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  GemmOptions options;
+  options.stream = stream;
+  gemm(dx, m, target.view(), nullptr, dout, options);  // a GEMM on the old weights first
+  ASSERT_EQ(cudaMemcpyAsync(const_cast<uint32_t*>(target.view().packed), source.view().packed, s.words() * 4,
+                            cudaMemcpyDeviceToDevice, stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(const_cast<uint16_t*>(target.view().scales), source.view().scales,
+                            pack_scales(second.scales.data(), n, k, 128).size() * 2, cudaMemcpyDeviceToDevice, stream),
+            cudaSuccess);
+  options.weights_just_written = true;
+  gemm(dx, m, target.view(), nullptr, dout, options);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::vector<uint16_t> out(static_cast<size_t>(m * n));
+  ASSERT_EQ(cudaMemcpy(out.data(), dout, out.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<double> ref(out.size());
+  reference_gemm_f64(x.data(), m, second, nullptr, ref.data());
+  const bench::OutputComparison cmp = bench::compare_output(out.data(), ref.data(), static_cast<int64_t>(ref.size()), DType::bf16);
+  EXPECT_EQ(cmp.unwritten, 0);
+  EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16));
+  cudaStreamDestroy(stream);
+  cudaFree(dx);
+  cudaFree(dout);
 }
 
 // Runs p with the config `name` `runs` times on fresh poisoned outputs and expects bitwise-equal results.

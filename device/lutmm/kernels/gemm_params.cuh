@@ -22,6 +22,8 @@ struct GemmParams {
                             // through distributed shared memory; workspace and counters are then unused
   int tiles_n, tiles_m;     // output tiles along N and M (Stream-K, scheduler/stream_k.cuh: a 1-D grid of one
                             // wave of blocks, each taking a run of the tiles_n x tiles_m x k_tiles units)
+  int dependents_early;     // 1: let the stream's next kernel launch at the start, not after the main loop
+                            // (runtime/gemm.cpp decides: where the grid leaves no SM room it could pack into)
 };
 
 }  // namespace lutmm

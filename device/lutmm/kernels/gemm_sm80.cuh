@@ -52,18 +52,28 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const int num_kt = work.kt_end - work.kt_begin;
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
-  // previous kernel drains. Until grid_dependency_wait it only computes addresses, starts L2 prefetches of
-  // its first W tiles (a prefetch reads nothing into the program) and clears shared memory.
+  // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
+  // W and scales of its first stages (weights are taken to be unchanged by it: a GEMM right after a kernel
+  // that writes them is launched without the overlap, GemmOptions::weights_just_written), zeroes the x rows
+  // past M and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch
+  // already (p.dependents_early; otherwise after the main loop, below). Copying the first stages here instead
+  // of prefetching them into L2 took 0.1-0.5 us off small and decode GEMMs (docs/NOTES.md, v1.12).
   using Layout = pipeline::StageLayout<K>;
   const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
-  for (int d = 0; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d) loader.prefetch_w(work.kt_begin + d);
+#pragma unroll
+  for (int s = 0; s < K::kStages - 1; ++s)
+    if (s < num_kt) loader.load_weights(smem, s, work.kt_begin + s);
+  for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
+    loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(smem);
+  if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);
-  // Prologue: fill kStages - 1 stages. One commit per stage, even when empty, keeps the wait count exact.
+  // Prologue: x of the first kStages - 1 stages. One commit per stage, even when empty, keeps the wait count
+  // exact (the first group also holds the weight copies above).
 #pragma unroll
   for (int s = 0; s < K::kStages - 1; ++s) {
-    if (s < num_kt) loader.load(smem, s, work.kt_begin + s);
+    if (s < num_kt) loader.load_x(smem, s, work.kt_begin + s);
     ptx::cp_async_commit();
   }
 
@@ -241,9 +251,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
           for (int w = 0; w < K::kBits; ++w) w_cur[fn][a][w] = w_next[fn][a][w];
     }
   }
-  // The next kernel of the stream may start launching now, into the SMs this grid's blocks leave. (Letting
-  // it launch at the start instead packed its waiting blocks onto whichever SMs had room and made small
-  // GEMMs up to 2x slower: docs/NOTES.md, v1.5.)
+  // The next kernel of the stream may start launching now, into the SMs this grid's blocks leave (a second
+  // launch_dependents after an early one does nothing). Letting it launch at the start on every grid packed
+  // its waiting blocks onto whichever SMs had room and made mid-sized GEMMs up to 2x slower (docs/NOTES.md,
+  // v1.5 and v1.12): the runtime asks for that only where no such room exists (p.dependents_early).
   timeline.mark(3);
   ptx::allow_dependent_launch();
   ptx::cp_async_wait<0>();

@@ -99,11 +99,14 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   } else {
     work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
   }
-  // The first item's W prefetch may start before the previous kernel is done (see gemm_sm80.cuh).
+  // The first item's W and scales of its first stages, before the previous kernel is done (gemm_sm80.cuh).
   {
     const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
-    for (int d = 0; d < K::kStages - 2 && d < work.kt_end - work.kt_begin; ++d) loader.prefetch_w(work.kt_begin + d);
+#pragma unroll
+    for (int s = 0; s < K::kStages - 2; ++s)
+      if (s < work.kt_end - work.kt_begin) loader.load_weights(pipe, s, work.kt_begin + s);
   }
+  if (p.dependents_early) ptx::allow_dependent_launch();
   // x multicast: the barriers, initialised and visible to the whole cluster before any block copies or
   // arrives (also before the dependency wait: none of it reads the previous kernel's output).
   constexpr bool kTmaX = K::kXMulticast > 1;
@@ -156,7 +159,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   static_assert(K::kSlices % kABuffers == 0 && kInFlight + kLookahead < kABuffers && kInFlight < K::kSlices,
                 "A buffers cycle within a k tile");
 
-  while (true) {
+  for (bool first_item = true;; first_item = false) {
     const int num_kt = work.kt_end - work.kt_begin;
     const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
     loader.zero_x_tail(pipe);  // (again for every item: the last one's epilogue tile overwrote the stages)
@@ -164,7 +167,11 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
 #pragma unroll
     for (int s = 0; s < K::kStages - 2; ++s) {
       if (s < num_kt) {
-        loader.load(pipe, s, work.kt_begin + s);
+        if (first_item) {
+          loader.load_x(pipe, s, work.kt_begin + s);  // (its weights came before the dependency wait)
+        } else {
+          loader.load(pipe, s, work.kt_begin + s);
+        }
         if constexpr (kTmaX) {
           if (tid == 0) multicast_x(s, work.kt_begin + s);
         }

@@ -106,6 +106,20 @@ struct StageLoader {
   // Stage s <- k tile kt. One shared address per area; every copy's destination is it plus an offset
   // computed once (x) or known at compile time (W, scales).
   LUTMM_DEVICE void load(uint8_t* smem, int s, int kt) const {
+    copy_w(smem, s, kt);
+    copy_x(smem, s, kt);
+    copy_scales(smem, s, kt);
+  }
+  // The same in two parts: the weights (W and scales, which the kernels take to be unchanged by the stream's
+  // previous kernel, so they may be copied before grid_dependency_wait) and x (that kernel's output, maybe).
+  LUTMM_DEVICE void load_weights(uint8_t* smem, int s, int kt) const {
+    copy_w(smem, s, kt);
+    copy_scales(smem, s, kt);
+  }
+  LUTMM_DEVICE void load_x(uint8_t* smem, int s, int kt) const { copy_x(smem, s, kt); }
+
+ private:
+  LUTMM_DEVICE void copy_w(uint8_t* smem, int s, int kt) const {
     const uint32_t stage_addr = ptx::smem_addr(Layout::w(smem, s));
     const int64_t w_step = static_cast<int64_t>(kt) * kStripTileBytes;
 #pragma unroll
@@ -113,8 +127,10 @@ struct StageLoader {
       if (kWChunks % K::kThreads == 0 || tid + j * K::kThreads < kWChunks)
         ptx::cp_async_16(stage_addr + (tid + j * K::kThreads) * 16, w_src[j] + w_step);
     }
+  }
+  LUTMM_DEVICE void copy_x(uint8_t* smem, int s, int kt) const {
     const int k0 = kt * K::kTileK;
-    const uint32_t x_addr = ptx::smem_addr(Layout::x(smem, s)), scale_addr = ptx::smem_addr(Layout::scales(smem, s));
+    const uint32_t x_addr = ptx::smem_addr(Layout::x(smem, s));
 #pragma unroll
     for (int j = 0; j < kXIters; ++j) {
       if (x_src[j] != nullptr) {
@@ -122,6 +138,10 @@ struct StageLoader {
         ptx::cp_async_16(x_addr + x_dst[j], valid ? x_src[j] + k0 : p.x, valid);
       }
     }
+  }
+  LUTMM_DEVICE void copy_scales(uint8_t* smem, int s, int kt) const {
+    const int k0 = kt * K::kTileK;
+    const uint32_t scale_addr = ptx::smem_addr(Layout::scales(smem, s));
     const int64_t srow0 = K::kGroup == 0 ? 0 : k0 / K::kGroup;
 #pragma unroll
     for (int j = 0; j < kSIters; ++j) {
