@@ -152,6 +152,12 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
 // barrier (no memory ordering needed) keeps every tile alive until the last read. Saves finish()'s round
 // trip through the workspace (stores, the counter, the reloads): 0.2-0.8 us per small GEMM on the H200
 // (docs/NOTES.md v1.10).
+inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size (runtime/gemm.cpp: cluster_split_k)
+
+//
+// Not inlined: its loads of every split at once need ~30 registers more than the main loop of the smallest
+// kernels, and inlined they changed the register allocation of every kernel's main loop (2x1536x256: 1.83
+// -> 2.07 us; docs/NOTES.md, v1.12). A call keeps the main loops' code as it is.
 template <class K>
 LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, int m0, int tid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -163,12 +169,22 @@ LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, in
 #pragma unroll
                     for (int j = 0; j < 8; ++j) v[j] = 0.f;
                     const uint32_t at = tile_addr + static_cast<uint32_t>(r * K::kEpilogueLd + c) * 4u;
-                    for (int s = 0; s < p.splits; ++s) {
-                      const uint32_t remote = ptx::map_to_rank(at, static_cast<uint32_t>(s));
-                      const float4 a = ptx::load_cluster_f32x4(remote);
-                      const float4 b = ptx::load_cluster_f32x4(remote + 16u);
-                      v[0] += a.x; v[1] += a.y; v[2] += a.z; v[3] += a.w;
-                      v[4] += b.x; v[5] += b.y; v[6] += b.z; v[7] += b.w;
+                    // every split's chunk requested before the first add (one remote round trip, not S)
+                    float4 a[kMaxClusterSplits], b[kMaxClusterSplits];
+#pragma unroll
+                    for (int s = 0; s < kMaxClusterSplits; ++s) {
+                      if (s < p.splits) {
+                        const uint32_t remote = ptx::map_to_rank(at, static_cast<uint32_t>(s));
+                        a[s] = ptx::load_cluster_f32x4(remote);
+                        b[s] = ptx::load_cluster_f32x4(remote + 16u);
+                      }
+                    }
+#pragma unroll
+                    for (int s = 0; s < kMaxClusterSplits; ++s) {
+                      if (s < p.splits) {
+                        v[0] += a[s].x; v[1] += a[s].y; v[2] += a[s].z; v[3] += a[s].w;
+                        v[4] += b[s].x; v[5] += b[s].y; v[6] += b[s].z; v[7] += b[s].w;
+                      }
                     }
                   });
   ptx::cluster_sync_relaxed();  // (the reads above are done: their values went into the stores)
