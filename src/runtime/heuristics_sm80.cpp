@@ -93,11 +93,12 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 1> strips4_m16{{{256, 16, 128, 4}}};
   static constexpr std::array<TileChoice, 1> strips4_m32{{{256, 32, 128, 4}}};
   static constexpr std::array<TileChoice, 1> strips4_m64{{{256, 64, 64, 4}}};
-  // 4-bit decode on weights over 16M values: two 256-deep stages and the 256-byte-row table (M = 1 too:
-  // sessions 5 and 6 tuned three stages 1.04-1.10x ahead there, session 7 two by as much, and the benchmarks
-  // timed both within 2%: 1 x 8192 x 28672 37.3 us on three, 36.5-36.7 on two)
+  // 4-bit decode on weights over 16M values: three 256-deep stages and the 256-byte-row table. (Two until
+  // session 7, when the benchmarks timed both within 2%; since session 8 a block copies kStages - 1 stages of
+  // W before it waits for the previous kernel, and session 8's tuning put three ahead on every M = 1..8 key
+  // over 16M weights, by 1-6%.)
   static constexpr std::array<TileChoice, 4> decode8_b4{
-      {{128, 8, 256, 4, 1, 2}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
+      {{128, 8, 256, 4, 1, 3}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> medium{{{128, 32, 128, 4}, {128, 64, 64, 4, 2}, {64, 64, 64, 2}}};
   static constexpr std::array<TileChoice, 3> medium64_mid{{{64, 64, 128, 4, 1}, {128, 64, 64, 4, 1}, {128, 32, 128, 4}}};
   static constexpr std::array<TileChoice, 3> small_w32{{{64, 32, 128, 4}, {64, 16, 256, 4}, {64, 16, 128, 4}}};

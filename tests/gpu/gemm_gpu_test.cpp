@@ -161,49 +161,71 @@ TEST(GemmGpu, LaunchPlansFollowWorkspaceGrowthAndStreams) {
 }
 
 // Layers run back to back on one stream with no synchronisation in between, each reading the output of
-// the one before. On sm_90+ every GEMM is a programmatic dependent launch (runtime/gemm.cpp), so this
-// checks that a kernel waits for its predecessor before reading x (outputs start as NaN poison: an early
-// read shows). Each layer is compared with the float64 reference of the input it read, downloaded at the
-// end; split-K configs alternate with the runtime's own choice.
+// the one before (widths[i] -> widths[i + 1], m rows). Outputs start as NaN poison, so a kernel that reads x
+// before its predecessor has written it shows; each layer is compared with the float64 reference of the
+// input it read, downloaded at the end.
+class LayerChain {
+ public:
+  LayerChain(int64_t m, std::vector<int64_t> widths) : m_(m), widths_(std::move(widths)), acts_(widths_.size()) {}
+  ~LayerChain() {
+    for (uint16_t* a : acts_) cudaFree(a);
+  }
+  int layers() const { return static_cast<int>(widths_.size()) - 1; }
+  Problem problem_of(int i) const { return problem(m_, widths_[i + 1], widths_[i], 4, 128, DType::bf16); }
+
+  void allocate() {
+    for (size_t i = 0; i < widths_.size(); ++i) {
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&acts_[i]), m_ * widths_[i] * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemset(acts_[i], 0xff, m_ * widths_[i] * 2), cudaSuccess);
+    }
+    const std::vector<uint16_t> x = bench::random_values(m_ * widths_[0], DType::bf16, ++g_seed);
+    ASSERT_EQ(cudaMemcpy(acts_[0], x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    for (int i = 0; i < layers(); ++i) {
+      weights_.push_back(bench::random_quantized_weight(widths_[i + 1], widths_[i], 4, 128, DType::bf16, ++g_seed));
+      device_.push_back(DeviceWeight::upload(weights_.back()));
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  // Every layer once per round, layer i with options[i].
+  void run(const std::vector<GemmOptions>& options, int rounds = 1) {
+    for (int r = 0; r < rounds; ++r)
+      for (int i = 0; i < layers(); ++i) gemm(acts_[i], m_, device_[i].view(), nullptr, acts_[i + 1], options[i]);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  void expect_matches_reference() const {
+    std::vector<std::vector<uint16_t>> host(widths_.size());
+    for (size_t i = 0; i < widths_.size(); ++i) {
+      host[i].resize(static_cast<size_t>(m_ * widths_[i]));
+      ASSERT_EQ(cudaMemcpy(host[i].data(), acts_[i], host[i].size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    for (int i = 0; i < layers(); ++i) {
+      std::vector<double> ref(static_cast<size_t>(m_ * widths_[i + 1]));
+      reference_gemm_f64(host[i].data(), m_, weights_[i], nullptr, ref.data());
+      const bench::OutputComparison cmp =
+          bench::compare_output(host[i + 1].data(), ref.data(), static_cast<int64_t>(ref.size()), DType::bf16);
+      EXPECT_EQ(cmp.unwritten, 0) << "layer " << i;
+      EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << "layer " << i;
+    }
+  }
+
+ private:
+  int64_t m_;
+  std::vector<int64_t> widths_;
+  std::vector<uint16_t*> acts_;
+  std::vector<QuantizedWeight> weights_;
+  std::vector<DeviceWeight> device_;
+};
+
+// On sm_90+ every GEMM is a programmatic dependent launch (runtime/gemm.cpp): a kernel must wait for its
+// predecessor before reading x. Split-K configs alternate with the runtime's own choice.
 TEST(GemmGpu, ChainedLayersReadTheirPredecessorsOutput) {
   REQUIRE_GPU();
-  constexpr int64_t m = 5;
-  constexpr int kLayers = 6;
-  const int64_t widths[kLayers + 1] = {1024, 2048, 1024, 2048, 1024, 4096, 1024};
-  std::vector<QuantizedWeight> weights;
-  std::vector<DeviceWeight> device_weights;
-  std::vector<uint16_t*> acts(kLayers + 1, nullptr);
-  for (int i = 0; i <= kLayers; ++i) {
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&acts[i]), m * widths[i] * 2), cudaSuccess);
-    ASSERT_EQ(cudaMemset(acts[i], 0xff, m * widths[i] * 2), cudaSuccess);
-  }
-  const std::vector<uint16_t> x = bench::random_values(m * widths[0], DType::bf16, ++g_seed);
-  ASSERT_EQ(cudaMemcpy(acts[0], x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  for (int i = 0; i < kLayers; ++i) {
-    weights.push_back(bench::random_quantized_weight(widths[i + 1], widths[i], 4, 128, DType::bf16, ++g_seed));
-    device_weights.push_back(DeviceWeight::upload(weights.back()));
-  }
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  for (int i = 0; i < kLayers; ++i) {
-    GemmOptions options;
-    if (i % 2 == 1) options.config = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_sk4_lutsmem");
-    gemm(acts[i], m, device_weights[i].view(), nullptr, acts[i + 1], options);
-  }
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::vector<uint16_t>> host(kLayers + 1);
-  for (int i = 0; i <= kLayers; ++i) {
-    host[i].resize(static_cast<size_t>(m * widths[i]));
-    ASSERT_EQ(cudaMemcpy(host[i].data(), acts[i], host[i].size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-  for (int i = 0; i < kLayers; ++i) {
-    std::vector<double> ref(static_cast<size_t>(m * widths[i + 1]));
-    reference_gemm_f64(host[i].data(), m, weights[i], nullptr, ref.data());
-    const bench::OutputComparison cmp =
-        bench::compare_output(host[i + 1].data(), ref.data(), static_cast<int64_t>(ref.size()), DType::bf16);
-    EXPECT_EQ(cmp.unwritten, 0) << "layer " << i;
-    EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << "layer " << i;
-  }
-  for (uint16_t* a : acts) cudaFree(a);
+  LayerChain chain(5, {1024, 2048, 1024, 2048, 1024, 4096, 1024});
+  ASSERT_NO_FATAL_FAILURE(chain.allocate());
+  std::vector<GemmOptions> options(chain.layers());
+  for (int i = 1; i < chain.layers(); i += 2) options[i].config = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_sk4_lutsmem");
+  ASSERT_NO_FATAL_FAILURE(chain.run(options));
+  chain.expect_matches_reference();
 }
 
 // Chained layers whose grids let the next kernel launch at their start (a full grid of 2 x 114 KB blocks per
@@ -212,51 +234,23 @@ TEST(GemmGpu, ChainedLayersReadTheirPredecessorsOutput) {
 TEST(GemmGpu, EarlyDependentLaunchesKeepChainedLayersCorrect) {
   REQUIRE_GPU();
   if (current_device_info().arch() < 90) GTEST_SKIP() << "programmatic dependent launch needs sm_90+";
-  constexpr int64_t m = 3;
-  constexpr int kLayers = 4;
-  const int64_t widths[kLayers + 1] = {1024, 8192, 1024, 256, 1024};
-  const char* configs[kLayers] = {"sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256", nullptr,
-                                  "sm80_n64_m8_k256_s3_w4x1_sk1_lutreg", nullptr};
-  std::vector<QuantizedWeight> weights;
-  std::vector<DeviceWeight> device_weights;
-  std::vector<uint16_t*> acts(kLayers + 1, nullptr);
-  for (int i = 0; i <= kLayers; ++i) {
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&acts[i]), m * widths[i] * 2), cudaSuccess);
-    ASSERT_EQ(cudaMemset(acts[i], 0xff, m * widths[i] * 2), cudaSuccess);
-  }
-  const std::vector<uint16_t> x = bench::random_values(m * widths[0], DType::bf16, ++g_seed);
-  ASSERT_EQ(cudaMemcpy(acts[0], x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  LayerChain chain(3, {1024, 8192, 1024, 256, 1024});
+  ASSERT_NO_FATAL_FAILURE(chain.allocate());
+  const char* configs[] = {"sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256", nullptr, "sm80_n64_m8_k256_s3_w4x1_sk1_lutreg",
+                           nullptr};
+  std::vector<GemmOptions> options(chain.layers());
   int early = 0;
-  std::vector<GemmOptions> options(kLayers);
-  for (int i = 0; i < kLayers; ++i) {
-    weights.push_back(bench::random_quantized_weight(widths[i + 1], widths[i], 4, 128, DType::bf16, ++g_seed));
-    device_weights.push_back(DeviceWeight::upload(weights.back()));
-    const Problem p = problem(m, widths[i + 1], widths[i], 4, 128, DType::bf16);
+  for (int i = 0; i < chain.layers(); ++i) {
+    const Problem p = chain.problem_of(i);
     options[i].config = configs[i] ? KernelConfig::parse(configs[i]) : chosen_config(p);
     const LaunchOverlap overlap = launch_overlap(p, *options[i].config);
     EXPECT_TRUE(overlap.overlap_previous) << "layer " << i;
     early += overlap.dependents_early ? 1 : 0;
   }
   EXPECT_GE(early, 2) << "the full and the tiny grid launch their successors early";
-  EXPECT_LT(early, kLayers) << "a mid-sized grid does not";
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  for (int round = 0; round < 3; ++round)  // (repeated: a race would show as a difference on some round)
-    for (int i = 0; i < kLayers; ++i) gemm(acts[i], m, device_weights[i].view(), nullptr, acts[i + 1], options[i]);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::vector<uint16_t>> host(kLayers + 1);
-  for (int i = 0; i <= kLayers; ++i) {
-    host[i].resize(static_cast<size_t>(m * widths[i]));
-    ASSERT_EQ(cudaMemcpy(host[i].data(), acts[i], host[i].size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-  for (int i = 0; i < kLayers; ++i) {
-    std::vector<double> ref(static_cast<size_t>(m * widths[i + 1]));
-    reference_gemm_f64(host[i].data(), m, weights[i], nullptr, ref.data());
-    const bench::OutputComparison cmp =
-        bench::compare_output(host[i + 1].data(), ref.data(), static_cast<int64_t>(ref.size()), DType::bf16);
-    EXPECT_EQ(cmp.unwritten, 0) << "layer " << i;
-    EXPECT_LE(cmp.rel_fro_error, bench::verify_tolerance(DType::bf16)) << "layer " << i;
-  }
-  for (uint16_t* a : acts) cudaFree(a);
+  EXPECT_LT(early, chain.layers()) << "a mid-sized grid does not";
+  ASSERT_NO_FATAL_FAILURE(chain.run(options, 3));  // (repeated: a race would show on some round)
+  chain.expect_matches_reference();
 }
 
 // Weights rewritten on the stream right before a GEMM (here a device-to-device copy of another weight's

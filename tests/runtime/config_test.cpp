@@ -55,7 +55,7 @@ TEST(KernelConfig, NameRoundTrips) {
   EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256").split_k, kStreamK);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem").name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem");
   EXPECT_TRUE(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg").w_in_registers);
-  EXPECT_EQ(KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_sk8_lutsmem_occ3").min_blocks, 3);
+  EXPECT_EQ(KernelConfig::parse("sm80_n128_m8_k128_s2_w4x1_sk8_lutsmem_occ4").min_blocks, 4);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem_wreg_occ2").min_blocks, 2);
   EXPECT_EQ(KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_skauto_lutsmem").min_blocks, 1);
   // two warp groups along K: x2 after the warp layout; one group is the plain name
@@ -188,11 +188,11 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), tiny).find("shared memory"), std::string::npos);
   c.split_k = 100;
   EXPECT_NE(config_invalid_reason(c, problem(1, 1280, 1280), dev).find("split_k"), std::string::npos);
-  // _occN is valid only where N blocks' shared memory fits one SM: three 72 KB blocks on an H200, not an A100
-  const KernelConfig occ3 = KernelConfig::parse("sm80_n256_m8_k128_s2_w8x1_skauto_lutsmem_occ3");
-  EXPECT_EQ(config_invalid_reason(occ3, problem(1, 8192, 8192), dev), "");
-  EXPECT_EQ(resident_blocks_per_sm(occ3, problem(1, 8192, 8192), dev), 3);
-  EXPECT_NE(config_invalid_reason(occ3, problem(1, 8192, 8192), described_a100()).find("_occ3 needs 3 blocks"), std::string::npos);
+  // _occN is valid only where N blocks' shared memory fits one SM: four 53 KB blocks on an H200, not an A100
+  const KernelConfig occ4 = KernelConfig::parse("sm80_n128_m8_k128_s2_w4x1_skauto_lutsmem_occ4");
+  EXPECT_EQ(config_invalid_reason(occ4, problem(1, 8192, 8192), dev), "");
+  EXPECT_EQ(resident_blocks_per_sm(occ4, problem(1, 8192, 8192), dev), 4);
+  EXPECT_NE(config_invalid_reason(occ4, problem(1, 8192, 8192), described_a100()).find("_occ4 needs 4 blocks"), std::string::npos);
   // 256-byte pair-table rows need a byte-sized pair index: 4-bit codes only; the 64 KB table counts
   KernelConfig wide = KernelConfig::parse("sm80_n128_m8_k128_s4_w4x1_skauto_lutsmem256");
   EXPECT_EQ(config_invalid_reason(wide, problem(1, 8192, 8192), dev), "");
@@ -208,10 +208,10 @@ TEST(ConfigSpace, InvalidReasonsAreSpecific) {
   EXPECT_TRUE(sm80_io_in_holes(4, 128, 128, 80, 64, 3, 256));
   EXPECT_FALSE(sm80_io_in_holes(4, 128, 128, 128, 64, 3, 256));
   EXPECT_FALSE(sm80_io_in_holes(4, 128, 128, 8, 256, 3, 128));
-  KernelConfig wide_occ3 = occ3;
-  wide_occ3.lut = LutPlacement::shared_wide;
-  EXPECT_NE(config_invalid_reason(wide_occ3, problem(1, 8192, 8192), dev).find("_occ3 needs 3 blocks"), std::string::npos);
-  KernelConfig occ8 = occ3;
+  KernelConfig wide_occ4 = occ4;
+  wide_occ4.lut = LutPlacement::shared_wide;
+  EXPECT_NE(config_invalid_reason(wide_occ4, problem(1, 8192, 8192), dev).find("_occ4 needs 4 blocks"), std::string::npos);
+  KernelConfig occ8 = occ4;
   occ8.min_blocks = 8;
   EXPECT_NE(config_invalid_reason(occ8, problem(1, 8192, 8192), dev).find("shared memory on one SM"), std::string::npos);
   // four strips x 64 columns a warp: 128 accumulators a thread, no room for the register table
