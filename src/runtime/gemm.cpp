@@ -475,10 +475,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
     plan->x_map_base = x;
   }
   jit::LaunchAttributes launch = plan->launch;
-  if (options.weights_just_written) {  // the kernels copy W before waiting for the previous kernel
-    launch.overlap_previous = false;
-    params.dependents_early = 0;
-  }
+  if (options.weights_just_written) launch.overlap_previous = false;  // (W is copied before the dependency wait)
   plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args, launch);
 }
 

@@ -152,12 +152,10 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
 // barrier (no memory ordering needed) keeps every tile alive until the last read. Saves finish()'s round
 // trip through the workspace (stores, the counter, the reloads): 0.2-0.8 us per small GEMM on the H200
 // (docs/NOTES.md v1.10).
+// Every split's chunk is requested before the first add: one remote round trip instead of S (2-4% on the
+// small cluster GEMMs, docs/NOTES.md v1.12).
 inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size (runtime/gemm.cpp: cluster_split_k)
 
-//
-// Not inlined: its loads of every split at once need ~30 registers more than the main loop of the smallest
-// kernels, and inlined they changed the register allocation of every kernel's main loop (2x1536x256: 1.83
-// -> 2.07 us; docs/NOTES.md, v1.12). A call keeps the main loops' code as it is.
 template <class K>
 LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, int m0, int tid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
