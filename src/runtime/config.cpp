@@ -112,6 +112,8 @@ int config_shared_bytes(const KernelConfig& c, const Problem& p) {
   return sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut), c.w_in_registers);
 }
 
+int config_sm_shared_bytes(const KernelConfig& c, const Problem& p) { return config_shared_bytes(c, p) + 1024; }
+
 int config_dynamic_shared_bytes(const KernelConfig& c, const Problem& p) {
   const int group = kernel_group(p);
   if (c.family == 90)
@@ -166,7 +168,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     return fmt::format("needs {} bytes of shared memory, the GPU allows {}", smem, dev.smem_per_block_optin);
   if (c.min_blocks < 1) return "min_blocks must be >= 1";
   if (c.min_blocks > 1) {
-    const int per_block = smem + 1024;  // the driver reserves 1 KB per block
+    const int per_block = config_sm_shared_bytes(c, p);
     if (dev.smem_per_sm > 0 && c.min_blocks * per_block > dev.smem_per_sm)
       return fmt::format("_occ{} needs {} blocks of {} bytes of shared memory on one SM, which has {}", c.min_blocks,
                          c.min_blocks, per_block, dev.smem_per_sm);
@@ -185,8 +187,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
 }
 
 int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  // +1 KB: the driver reserves that much shared memory per block on sm_80+.
-  const int smem = config_shared_bytes(c, p) + 1024;
+  const int smem = config_sm_shared_bytes(c, p);
   int blocks = dev.smem_per_sm > 0 ? dev.smem_per_sm / smem : 1;
   if (dev.max_threads_per_sm > 0) blocks = std::min(blocks, dev.max_threads_per_sm / c.threads());
   // The sm80 kernels use up to ~128 registers a thread at the 4-warp decode shapes and ~180 at the large

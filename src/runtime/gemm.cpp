@@ -327,9 +327,8 @@ bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Proble
   if (!clusters && 4 * blocks <= dev.sm_count) return true;
   const int resident = kernel.kernel->max_active_blocks_per_sm(c.threads(), kernel.shared_bytes);
   const int64_t slots = static_cast<int64_t>(resident) * dev.sm_count;
-  const int64_t block_smem = config_shared_bytes(c, p) + 1024;  // the driver reserves 1 KB per block
   return resident > 0 && 5 * blocks >= 4 * slots && dev.smem_per_sm > 0 &&
-         resident * block_smem > dev.smem_per_sm - 40 * 1024;
+         resident * static_cast<int64_t>(config_sm_shared_bytes(c, p)) > dev.smem_per_sm - 40 * 1024;
 }
 
 constexpr int kPlanSlots = 8;

@@ -18,5 +18,8 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
 // Shared memory of a block of c on p: all of it (static + dynamic), and the dynamic part the launch asks for.
 int config_shared_bytes(const KernelConfig& c, const Problem& p);
 int config_dynamic_shared_bytes(const KernelConfig& c, const Problem& p);
+// What a resident block of c takes of an SM's shared memory: config_shared_bytes plus the 1 KB the driver
+// reserves per block on sm_80+.
+int config_sm_shared_bytes(const KernelConfig& c, const Problem& p);
 
 }  // namespace lutmm
