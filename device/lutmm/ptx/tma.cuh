@@ -2,7 +2,7 @@
 // The tensor memory accelerator (TMA, sm_90+) and the transaction barriers it reports to.
 //
 // A TMA copy moves a box of a 2-D tensor (described by a 128-byte tensor map the host encodes,
-// runtime/tensor_map.cpp) from global into shared memory without threads, in the 128-byte swizzle that
+// jit::encode_tensor_map_2d_u16 in src/jit/loaded_kernel.cpp) from global into shared memory without threads, in the 128-byte swizzle that
 // wgmma reads, zero-filling what lies outside the tensor. `.multicast::cluster` writes the same box into
 // several blocks of a cluster at the same shared-memory offset, reading L2 once for all of them; each
 // destination block's mbarrier at the same offset counts the bytes that landed (complete_tx).
