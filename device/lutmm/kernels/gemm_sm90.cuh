@@ -266,12 +266,10 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
     epilogue::stage_accumulators<K>(tile, acc, strip, 0, lane);
     __syncthreads();
     timeline.mark(4);
-    // (Stream-K grids are never clusters: not compiling the cluster epilogue into them keeps their item loop
-    // free of spills)
-    bool in_cluster = false;
-    if constexpr (!K::kStreamK) in_cluster = p.cluster_splits != 0;
-    if (in_cluster) {
-      if constexpr (!K::kStreamK) epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
+    if constexpr (K::kStreamK) {  // (never clusters: the cluster epilogue left out keeps the item loop unspilled)
+      epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
+    } else if (p.cluster_splits) {
+      epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
     } else {
       epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
     }
