@@ -26,6 +26,10 @@
 //         reads each x tile from L2 once: every block's TMA unit loads 1/N of its rows and multicasts them
 //         into all N blocks (at M = 64 the blocks re-read x as many bytes as W from L2 otherwise).
 //         Forcible, not offered: slower on every shape measured on the H200 (docs/NOTES.md, v1.11)
+//   _ws (optional, sm90, split-K): warp-specialized: one more warp per block fills whole stages (x by TMA)
+//         and hands them over through per-stage mbarriers instead of a block barrier per k tile
+//         (kernels/gemm_sm90_ws.cuh). Forcible, not offered: within a few % of the block-synchronous
+//         kernel either way on the H200 (docs/NOTES.md, v1.13)
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,8 +64,10 @@ struct KernelConfig {
   bool w_in_registers = false;
   int min_blocks = 1;  // _occN: blocks per SM the kernel is compiled to fit
   int x_multicast = 1;  // _mcN: column tiles per cluster sharing each x tile (sm90; 1: none)
+  bool warp_specialized = false;  // _ws: a producer warp and mbarrier stages (sm90)
 
-  int threads() const { return 32 * warps_n * warps_m * warps_k; }
+  // The launch's block: the MMA warps, and the producer warp of _ws.
+  int threads() const { return 32 * (warps_n * warps_m * warps_k + (warp_specialized ? 1 : 0)); }
   std::string name() const;
   static KernelConfig parse(std::string_view name);  // throws Error naming 'config'
   bool operator==(const KernelConfig&) const = default;

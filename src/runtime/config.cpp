@@ -24,10 +24,10 @@ std::string KernelConfig::name() const {
   const std::string split =
       split_k == 0 ? std::string("auto") : (split_k == kStreamK ? std::string("stream") : std::to_string(split_k));
   const char* table = lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg");
-  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}{}", family, tile_n, tile_m, tile_k, stages, warps_n,
-                     warps_m, groups_k, split, table, w_in_registers ? "_wreg" : "",
+  return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}{}{}", family, tile_n, tile_m, tile_k, stages,
+                     warps_n, warps_m, groups_k, split, table, w_in_registers ? "_wreg" : "",
                      min_blocks > 1 ? fmt::format("_occ{}", min_blocks) : std::string(),
-                     x_multicast > 1 ? fmt::format("_mc{}", x_multicast) : std::string());
+                     x_multicast > 1 ? fmt::format("_mc{}", x_multicast) : std::string(), warp_specialized ? "_ws" : "");
 }
 
 namespace {
@@ -76,6 +76,7 @@ KernelConfig KernelConfig::parse(std::string_view name) {
   if (ok && take(s, "_wreg")) c.w_in_registers = true;
   if (ok && s.substr(0, 4) == "_occ") ok = take_int(s, "_occ", c.min_blocks) && c.min_blocks >= 2;
   if (ok && s.substr(0, 3) == "_mc") ok = take_int(s, "_mc", c.x_multicast) && c.x_multicast >= 2;
+  if (ok && take(s, "_ws")) c.warp_specialized = true;
   if (!ok || !s.empty()) throw_argument_error("config", expected, fmt::format("'{}'", name));
   if (c.family != 80 && c.family != 90)
     throw_argument_error("config", "kernel family sm80 or sm90", fmt::format("'{}'", name));
@@ -105,10 +106,11 @@ void check_problem(const Problem& p) {
 
 int config_shared_bytes(const KernelConfig& c, const Problem& p) {
   const int group = kernel_group(p);
-  // (x multicast: its mbarriers are static shared memory, and with them the sm_90 compiler's 1 KB reserve)
+  // (x multicast and _ws: their mbarriers are static shared memory, and with them the sm_90 compiler's 1 KB
+  // reserve)
   if (c.family == 90)
     return sm90_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut)) +
-           (c.x_multicast > 1 ? 1024 : 0);
+           (c.x_multicast > 1 || c.warp_specialized ? 1024 : 0);
   return sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut), c.w_in_registers);
 }
 
@@ -134,6 +136,13 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     if (c.w_in_registers || c.min_blocks != 1) return "_wreg and _occN belong to the sm80 family";
   }
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
+  if (c.warp_specialized) {
+    if (c.family != 90) return "the warp-specialized kernel (_ws) belongs to the sm90 family (TMA, mbarriers)";
+    if (c.split_k == kStreamK) return "the warp-specialized kernel (_ws) runs one split-K item per block, not Stream-K";
+    if (c.x_multicast != 1) return "the warp-specialized kernel (_ws) loads x by its own TMA copies, not multicast (_mcN)";
+    // a 16-warp block plus the producer is capped at 96 registers a thread: the 256-row tiles spill
+    if (c.warps_n > 8) return fmt::format("the warp-specialized kernel (_ws) has tiles of up to 128 rows (w8x1), not {}", c.tile_n);
+  }
   if (c.x_multicast != 1) {
     if (c.family != 90) return "x multicast (_mcN) belongs to the sm90 family (TMA)";
     if (c.x_multicast != 2 && c.x_multicast != 4)
@@ -278,7 +287,8 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
     for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
       // Stream-K (skstream) stays forcible but is not offered: slower than split-K on every shape measured
       // on the H200 (docs/NOTES.md v1.9); so does x multicast (_mc2): 5-25% slower on the 15 shapes of
-      // M = 32..4096 measured (v1.11)
+      // M = 32..4096 measured (v1.11); and the warp-specialized kernel (_ws): 2% faster to 15% slower
+      // (v1.13)
       for (int split : {0, 1, 2, 4, 8}) {
         KernelConfig c = shape;
         c.lut = lut;

@@ -106,10 +106,10 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
   int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
-      lut_row_bytes, w_in_registers, min_blocks, x_multicast;
+      lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized;
   auto tie() const {
     return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
-                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast);
+                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -125,7 +125,7 @@ std::map<KernelKey, ReadyKernel> g_kernels;
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
   const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
                       p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
-                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast};
+                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast, c.warp_specialized};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
@@ -277,7 +277,7 @@ struct Plan {
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
   uint32_t* counters = nullptr;
-  // x multicast (_mcN): x's TMA tensor map, encoded for the x this plan last ran on (a call with the same x,
+  // x multicast (_mcN) and _ws: x's TMA tensor map, encoded for the x this plan last ran on (a call with the same x,
   // e.g. a CUDA graph's capture and a benchmark's repeats, reuses it)
   ptx::TensorMap x_map{};
   const void* x_map_base = nullptr;
@@ -467,8 +467,8 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;
-  void* args[] = {&params, &plan->x_map};  // (the tensor map: only the x multicast kernels take it)
-  if (plan->config.x_multicast > 1 && plan->x_map_base != x) {
+  void* args[] = {&params, &plan->x_map};  // (the tensor map: only the x multicast and _ws kernels take it)
+  if ((plan->config.x_multicast > 1 || plan->config.warp_specialized) && plan->x_map_base != x) {
     jit::encode_tensor_map_2d_u16(&plan->x_map, x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), 64,
                                   static_cast<uint32_t>(plan->config.tile_m / plan->config.x_multicast));
     plan->x_map_base = x;

@@ -41,22 +41,24 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   // The family's traits struct (kernels/gemm_sm80_config.cuh, gemm_sm90_config.cuh) and entry function.
   const std::string traits =
       c.family == 90
-          ? fmt::format("Sm90Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16, c.tile_n,
-                        c.tile_m, c.tile_k, c.stages, c.warps_n, lut_bytes, c.split_k == kStreamK, c.x_multicast)
+          ? fmt::format("Sm90Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16,
+                        c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, lut_bytes, c.split_k == kStreamK,
+                        c.x_multicast, c.warp_specialized)
           : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16, c.tile_n,
                         c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, lut_bytes, c.w_in_registers, c.warps_k);
   const char* family = c.family == 90 ? "sm90" : "sm80";
-  const std::string name = fmt::format("lutmm_gemm_{}", family);
-  // x multicast takes x's TMA tensor map as a second parameter (runtime/gemm.cpp encodes it per x)
-  const bool x_map = c.x_multicast > 1;
+  const std::string name = fmt::format("lutmm_gemm_{}", family);  // (one name per family: `ncu -k` finds both sm90 kernels)
+  const std::string entry = c.family == 90 && c.warp_specialized ? "sm90_ws" : family;  // header and function
+  // x multicast and _ws take x's TMA tensor map as a second parameter (runtime/gemm.cpp encodes it per x)
+  const bool x_map = c.x_multicast > 1 || c.warp_specialized;
   return request(name, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
-      "#include \"lutmm/kernels/gemm_{family}.cuh\"\n"
+      "#include \"lutmm/kernels/gemm_{entry}.cuh\"\n"
       "using Kernel = lutmm::{traits};\n"
-      "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, {min_blocks})\n"
-      "{name}(const __grid_constant__ lutmm::GemmParams p{map_param}) {{ lutmm::gemm_{family}<Kernel>(p{map_arg}); }}\n",
+      "extern \"C\" __global__ void __launch_bounds__(Kernel::kBlockThreads, {min_blocks})\n"
+      "{name}(const __grid_constant__ lutmm::GemmParams p{map_param}) {{ lutmm::gemm_{entry}<Kernel>(p{map_arg}); }}\n",
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", group),
-      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("family", family), fmt::arg("traits", traits),
+      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("entry", entry), fmt::arg("traits", traits),
       fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", name),
       fmt::arg("map_param", x_map ? ", const __grid_constant__ lutmm::ptx::TensorMap x_map" : ""),
       fmt::arg("map_arg", x_map ? ", &x_map" : "")));

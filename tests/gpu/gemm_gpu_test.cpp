@@ -365,6 +365,25 @@ TEST(GemmGpu, XMulticastMatchesReferenceAndIsDeterministic) {
   }
 }
 
+// The warp-specialized kernel (_ws): M and N tails, K past the last k tile's end in x (TMA zero fill),
+// 2/3/4 bits, short and long groups, fp16, bias, split-K through the workspace and in clusters.
+TEST(GemmGpu, WarpSpecializedMatchesReferenceAndIsDeterministic) {
+  REQUIRE_GPU();
+  if (current_device_info().arch() != 90) GTEST_SKIP() << "the sm90 family needs an sm_90 GPU";
+  for (auto [m, n, k, bits, group, name] : std::vector<std::tuple<int64_t, int64_t, int64_t, int, int, const char*>>{
+           {64, 4096, 4096, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_ws"},
+           {77, 1000, 2048, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem256_ws"},
+           {5, 1000, 2048, 3, 32, "sm90_n128_m32_k128_s4_w8x1_sk3_lutsmem_ws"},
+           {33, 2048, 2048, 2, 2048, "sm90_n64_m64_k128_s4_w4x1_sk1_lutreg_ws"},
+           {80, 640, 448, 4, 64, "sm90_n128_m80_k64_s6_w8x1_sk2_lutreg_ws"},
+           {1, 8192, 1024, 4, 128, "sm90_n128_m8_k128_s4_w8x1_sk4_lutsmem256_ws"},
+           {1000, 1024, 1024, 4, 128, "sm90_n128_m256_k64_s4_w8x1_sk1_lutsmem_ws"}}) {
+    const Problem p = problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16);
+    expect_passes(p, KernelConfig::parse(name), /*bias=*/m % 2 == 1);
+    expect_deterministic(p, name, 3);
+  }
+}
+
 TEST(GemmGpu, GpuPackerMatchesCpuPacker) {
   REQUIRE_GPU();
   for (int bits : {2, 3, 4}) {

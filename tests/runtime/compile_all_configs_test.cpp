@@ -55,6 +55,11 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
             multicast.x_multicast = 2;
             if (config_invalid_reason(multicast, p, described_h200()).empty()) jobs.push_back({p, multicast, arch});
           }
+          if (shape.family == 90 && bits != 2) {  // the warp-specialized kernel (forcible) where it is valid
+            KernelConfig ws = c;
+            ws.warp_specialized = true;
+            if (config_invalid_reason(ws, p, described_h200()).empty()) jobs.push_back({p, ws, arch});
+          }
           if (shape.family == 80 && shape.tile_m <= 16 && shape.warps_k == 1) {  // the decode shapes also come with W streamed into registers
             c.w_in_registers = true;
             c.min_blocks = 1;  // (forcible, not offered: not with the register cap of _occN)
@@ -136,16 +141,24 @@ TEST(CompileAllConfigs, TimelineInstrumentationIsCompiledInOnlyOnRequest) {
   }
 }
 
-// x multicast kernels take x's tensor map as a second __grid_constant__ parameter; every other kernel keeps
-// the one parameter block (runtime/gemm.cpp passes both pointers; the driver reads what a kernel declares).
-TEST(CompileAllConfigs, OnlyXMulticastKernelsTakeATensorMap) {
+// x multicast and warp-specialized kernels take x's tensor map as a second __grid_constant__ parameter; every
+// other kernel keeps the one parameter block (runtime/gemm.cpp passes both pointers; the driver reads what a
+// kernel declares). The warp-specialized one is its own entry function, launched with its producer warp.
+TEST(CompileAllConfigs, OnlyXMulticastAndWarpSpecializedKernelsTakeATensorMap) {
   Problem p;
   p.m = 64; p.n = 4096; p.k = 4096; p.bits = 4; p.group_size = 128; p.dtype = DType::bf16;
   const std::string with = gemm_kernel_request(p, KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc2"), 90).source;
+  const std::string ws = gemm_kernel_request(p, KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_ws"), 90).source;
   const std::string without = gemm_kernel_request(p, KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256"), 90).source;
-  EXPECT_NE(with.find("const __grid_constant__ lutmm::ptx::TensorMap x_map"), std::string::npos) << with;
+  for (const std::string& s : {with, ws})
+    EXPECT_NE(s.find("const __grid_constant__ lutmm::ptx::TensorMap x_map"), std::string::npos) << s;
   EXPECT_EQ(without.find("TensorMap"), std::string::npos) << without;
-  EXPECT_NE(with.find("Sm90Kernel<4, 128, true, 128, 64, 128, 4, 8, 256, false, 2>"), std::string::npos) << with;
+  EXPECT_NE(with.find("Sm90Kernel<4, 128, true, 128, 64, 128, 4, 8, 256, false, 2, false>"), std::string::npos) << with;
+  EXPECT_NE(ws.find("Sm90Kernel<4, 128, true, 128, 64, 128, 4, 8, 256, false, 1, true>"), std::string::npos) << ws;
+  EXPECT_NE(ws.find("lutmm::gemm_sm90_ws<Kernel>"), std::string::npos) << ws;
+  EXPECT_NE(ws.find("#include \"lutmm/kernels/gemm_sm90_ws.cuh\""), std::string::npos) << ws;
+  EXPECT_NE(ws.find("__launch_bounds__(Kernel::kBlockThreads"), std::string::npos) << ws;
+  EXPECT_EQ(without.find("gemm_sm90_ws"), std::string::npos) << without;
 }
 
 }  // namespace

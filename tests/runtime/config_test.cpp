@@ -42,13 +42,15 @@ TEST(KernelConfig, NameRoundTrips) {
   for (const auto& shape : sm90_kernel_shapes())
     for (int split : {0, 1, 3, 16, kStreamK})
       for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers})
-        for (int multicast : {1, 2, 4}) {
-          KernelConfig c = shape;
-          c.split_k = split;
-          c.lut = lut;
-          c.x_multicast = multicast;
-          EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
-        }
+        for (int multicast : {1, 2, 4})
+          for (bool ws : {false, true}) {
+            KernelConfig c = shape;
+            c.split_k = split;
+            c.lut = lut;
+            c.x_multicast = multicast;
+            c.warp_specialized = ws;
+            EXPECT_EQ(KernelConfig::parse(c.name()), c) << c.name();
+          }
   EXPECT_EQ(KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc2").x_multicast, 2);
   EXPECT_EQ(KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256").x_multicast, 1);
   EXPECT_EQ(KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_sk2_lutsmem256").family, 90);
@@ -118,6 +120,36 @@ TEST(KernelConfig, XMulticastRules) {
   EXPECT_EQ(config_shared_bytes(mc, problem(64, 4096, 4096)), config_shared_bytes(plain, problem(64, 4096, 4096)) + 1024);
   for (int64_t m : {1, 64, 1024})
     for (const KernelConfig& v : valid_configs(problem(m, 4096, 4096), dev)) EXPECT_EQ(v.x_multicast, 1) << v.name();
+}
+
+// The warp-specialized sm90 kernel (_ws): split-K tiles of 4 or 8 warps plus a producer warp, its own x
+// copies (no multicast); forcible, not offered (measured no faster).
+TEST(KernelConfig, WarpSpecializedRules) {
+  const DeviceInfo dev = described_h200();
+  const KernelConfig ws = KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_ws");
+  EXPECT_TRUE(ws.warp_specialized);
+  EXPECT_EQ(ws.name(), "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_ws");
+  EXPECT_EQ(ws.threads(), 9 * 32);  // (the producer warp)
+  EXPECT_FALSE(KernelConfig::parse("sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256").warp_specialized);
+  EXPECT_EQ(config_invalid_reason(ws, problem(64, 4096, 4096), dev), "");
+  EXPECT_EQ(config_invalid_reason(ws, problem(5, 1000, 2048, 3, 32), dev).find("lutsmem256"), 0u);
+  KernelConfig bad = ws;
+  bad.split_k = kStreamK;
+  EXPECT_NE(config_invalid_reason(bad, problem(64, 4096, 4096), dev).find("Stream-K"), std::string::npos);
+  bad = ws;
+  bad.x_multicast = 2;
+  EXPECT_NE(config_invalid_reason(bad, problem(64, 4096, 4096), dev).find("multicast"), std::string::npos);
+  bad = KernelConfig::parse("sm90_n256_m64_k128_s4_w16x1_sk1_lutsmem256_ws");
+  EXPECT_NE(config_invalid_reason(bad, problem(64, 4096, 4096), dev).find("128 rows"), std::string::npos);
+  bad = KernelConfig::parse("sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem_ws");
+  EXPECT_NE(config_invalid_reason(bad, problem(16, 4096, 4096), dev).find("sm90 family"), std::string::npos);
+  EXPECT_NE(config_invalid_reason(ws, problem(64, 4096, 4096), described_a100()).find("sm_90 GPUs only"), std::string::npos);
+  // its barriers' static shared memory counts (the sm_90 compiler reserves 1 KB with them)
+  KernelConfig plain = ws;
+  plain.warp_specialized = false;
+  EXPECT_EQ(config_shared_bytes(ws, problem(64, 4096, 4096)), config_shared_bytes(plain, problem(64, 4096, 4096)) + 1024);
+  for (int64_t m : {1, 64, 1024})
+    for (const KernelConfig& v : valid_configs(problem(m, 4096, 4096), dev)) EXPECT_FALSE(v.warp_specialized) << v.name();
 }
 
 TEST(KernelConfig, BadNamesNameTheConfigArgument) {

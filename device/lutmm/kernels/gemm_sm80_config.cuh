@@ -72,6 +72,7 @@ struct Sm80Kernel {
   static constexpr bool kSharedLut = kLutRowBytes != 0;
 
   static constexpr int kThreads = 32 * kWarpsN * kWarpsM * kWarpsK;
+  static constexpr int kBlockThreads = kThreads;  // (the launch's block: no warp besides the MMA warps)
   static constexpr int kWarpTileN = kTileN / kWarpsN, kFragsN = kWarpTileN / 16;
   static constexpr int kWarpTileM = kTileM / kWarpsM, kFragsM = kWarpTileM / 8;
   static constexpr int kAtomsK = kTileK / 64;          // atoms per strip per stage

@@ -31,11 +31,9 @@
 //    multicasting into the stage again, since its copy overwrites the stage in all N blocks.
 // Every multicast into a block and every arrival on its barriers is one that block waits for before its
 // main loop ends, so no block can exit (or reuse its stages as the epilogue tile) under a peer's traffic.
-#include "lutmm/epilogue/epilogue.cuh"
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm90_config.cuh"
-#include "lutmm/lut/lut_dequant.cuh"
-#include "lutmm/mma/mma_sm80.cuh"
+#include "lutmm/kernels/gemm_sm90_parts.cuh"
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/pipeline/stage_loader.cuh"
 #include "lutmm/ptx/cluster.cuh"
@@ -44,28 +42,7 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
-#ifndef LUTMM_SM90_IN_FLIGHT  // experiments: -DLUTMM_SM90_IN_FLIGHT=n / -DLUTMM_SM90_LOOKAHEAD=n through
-#define LUTMM_SM90_IN_FLIGHT 0  // LUTMM_NVRTC_OPTIONS override the choices below where a tile's slices allow
-#endif
-#ifndef LUTMM_SM90_LOOKAHEAD
-#define LUTMM_SM90_LOOKAHEAD 0
-#endif
-
 namespace lutmm {
-
-// wgmmas in flight per warpgroup, and slices dequantized ahead of the one multiplied: two and one where a k
-// tile has 4 slices (4 A register sets); three and two with 8 slices (8 sets), 2% faster at M = 32..333 than
-// two and one (docs/NOTES.md, v1.11: 64x4096x4096 12.69 -> 12.41 us; four and three, two and three no better).
-// (Stream-K keeps two and one: its item loop's registers spill with eight sets on 256 x 64 tiles.) The
-// experiment switches replace both where they fit the sets.
-template <class K>
-struct Sm90SliceQueue {
-  static constexpr int kABuffers = K::kSlices < 8 || K::kStreamK ? 4 : 8;
-  static constexpr bool kSwitched = LUTMM_SM90_IN_FLIGHT > 0 && LUTMM_SM90_LOOKAHEAD > 0 &&
-                                    LUTMM_SM90_IN_FLIGHT + LUTMM_SM90_LOOKAHEAD + 1 <= kABuffers;
-  static constexpr int kInFlight = kSwitched ? LUTMM_SM90_IN_FLIGHT : (kABuffers < 8 ? 2 : 3);
-  static constexpr int kLookahead = kSwitched ? LUTMM_SM90_LOOKAHEAD : (kABuffers < 8 ? 1 : 2);
-};
 
 // x_map: x as a TMA tensor, for x multicast (K::kXMulticast > 1, else null): a second kernel parameter (in
 // GemmParams, its 64-byte alignment changed the register allocation of other kernels), [m][k] 16-bit
@@ -83,12 +60,9 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   // The stages' x tiles are wgmma operands: swizzle atoms start on 1024-byte boundaries. The table stays at
   // the dynamic base (a link-time address: its loads take an immediate base); the stages move up.
   uint8_t* const pipe = smem + ((1024u - (ptx::smem_addr(smem) & 1023u)) & 1023u);
-  constexpr int kGroup = K::kGroup;
-  constexpr bool kShortGroups = kGroup != 0 && kGroup <= K::kTileK;
 
   ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE; under Stream-K a line per item)
   const int tid = threadIdx.x, lane = tid & 31, strip = tid >> 5;  // warp w owns 16-row strip w
-  const int g = lane >> 2;
   using Layout = pipeline::StageLayout<K>;
 
   // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
@@ -149,15 +123,10 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
   // 32 * s16) >> 4 to its start-address field.
   const uint64_t desc0 = mma::wgmma_desc_k_major_sw128(ptx::smem_addr(Layout::x(pipe, 0)));
-  // Slice t's A fragment lives in a[t % kABuffers] from its lookups, kLookahead slices ahead of its wgmma,
-  // until that wgmma is done kInFlight slices later: kInFlight + kLookahead + 1 sets take turns. kABuffers
-  // divides kSlices, so the index carries across k tiles (the first slices of a tile reuse the sets that the
-  // last tile's first slices had, long done); never more than a k tile's slices in flight, so every wgmma of
+  // The A register sets (Sm90SliceQueue): never more than a k tile's slices in flight, so every wgmma of
   // tile it - 2 is done when iteration it starts.
   constexpr int kInFlight = Sm90SliceQueue<K>::kInFlight, kLookahead = Sm90SliceQueue<K>::kLookahead;
   constexpr int kABuffers = Sm90SliceQueue<K>::kABuffers;
-  static_assert(K::kSlices % kABuffers == 0 && kInFlight + kLookahead < kABuffers && kInFlight < K::kSlices,
-                "A buffers cycle within a k tile");
 
   for (bool first_item = true;; first_item = false) {
     const int num_kt = work.kt_end - work.kt_begin;
@@ -186,8 +155,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
       for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
     mma::wgmma_fence_operands(acc[0]);
     uint32_t a[kABuffers][4];
-    uint32_t words[K::kBits];
-    uint32_t scale_lo = 0, scale_hi = 0;
+    Sm90StripDequantizer<K> strip_lookups(dequantizer, strip, lane);
 
     for (int it = 0; it < num_kt; ++it) {
       ptx::cp_async_wait<K::kStages - 3>();
@@ -214,31 +182,8 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
       }
 
       const int stage = it % K::kStages;
-      const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(pipe, stage));
-      const uint8_t* ss = Layout::scales(pipe, stage);
-      auto scale = [&](int e) { return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e))); };
       // Slice t's A fragment: its codes looked up, times its rows' group scales.
-      auto dequantize = [&](int t) {
-        const int atom = t / 4, s = t % 4;
-        if (s == 0) {  // a new atom: this lane's words of it
-          lut::load_lane_words<K::kBits>(
-              ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits, words);
-        }
-        // the scale of rows g and g + 8 as pairs, at each group's first slice (long groups: every k tile)
-        if (t == 0 || (kShortGroups && (t * 16) % (kShortGroups ? kGroup : 1) == 0)) {
-          const int grow = kShortGroups ? (t * 16) / (kShortGroups ? kGroup : 1) : 0;
-          const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
-          const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
-          scale_lo = lo | (lo << 16);
-          scale_hi = hi | (hi << 16);
-        }
-        uint32_t(&frag)[4] = a[t % kABuffers];
-        dequantizer.slice(words, s, frag);
-        frag[0] = mma::mul_x2<K::kBf16>(frag[0], scale_lo);
-        frag[1] = mma::mul_x2<K::kBf16>(frag[1], scale_hi);
-        frag[2] = mma::mul_x2<K::kBf16>(frag[2], scale_lo);
-        frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
-      };
+      auto dequantize = [&](int t) { strip_lookups.slice(pipe, stage, t, a[t % kABuffers]); };
       // Lookahead: slice t + kLookahead's lookups are issued before slice t's wgmma. (The wgmma fence,
       // commit and wait are compiler barriers for memory, so the compiler cannot move the shared-memory
       // lookups across them itself: without this each slice's lookup latency sat between two wgmmas.)
@@ -266,13 +211,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
     epilogue::stage_accumulators<K>(tile, acc, strip, 0, lane);
     __syncthreads();
     timeline.mark(4);
-    if constexpr (K::kStreamK) {  // (never clusters: the cluster epilogue left out keeps the item loop unspilled)
-      epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
-    } else if (p.cluster_splits) {
-      epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
-    } else {
-      epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
-    }
+    sm90_finish_tile<K>(p, tile, work, tid);
     timeline.print(90);
     if constexpr (!K::kStreamK) {
       break;

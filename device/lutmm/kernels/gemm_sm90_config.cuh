@@ -36,8 +36,10 @@ LUTMM_HOST_DEVICE constexpr bool sm90_tile_m_supported(int tile_m) {
 // split-K item; a separate instantiation, so the split-K kernel keeps its straight-line registers.
 // kXMulticast > 1: kXMulticast neighbouring column tiles form a cluster; x comes by TMA, each block loading
 // kTileM / kXMulticast of the tile's rows into every block of the cluster (ptx/tma.cuh).
+// kWarpSpecialized: the kernel of kernels/gemm_sm90_ws.cuh, whose block has one more warp (the producer,
+// kBlockThreads) filling the stages; kThreads stays the warps that dequantize and multiply.
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kLutRowBytes_, bool kStreamK_ = false, int kXMulticast_ = 1>
+          int kLutRowBytes_, bool kStreamK_ = false, int kXMulticast_ = 1, bool kWarpSpecialized_ = false>
 struct Sm90Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = 1, kWarpsK = 1;
@@ -45,8 +47,10 @@ struct Sm90Kernel {
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;
   static constexpr int kXMulticast = kXMulticast_;
+  static constexpr bool kWarpSpecialized = kWarpSpecialized_;
 
   static constexpr int kThreads = 32 * kWarpsN;
+  static constexpr int kBlockThreads = kThreads + (kWarpSpecialized ? 32 : 0);
   static constexpr int kWarpTileN = 16, kFragsN = 1;
   static constexpr int kWarpTileM = kTileM, kFragsM = kTileM / 8;
   static constexpr int kAtomsK = kTileK / 64;
@@ -77,6 +81,8 @@ struct Sm90Kernel {
   static_assert(kXMulticast == 1 || ((kXMulticast == 2 || kXMulticast == 4) && !kStreamK &&
                                      kTileM % (8 * kXMulticast) == 0),
                 "x multicast: clusters of 2 or 4 split-K blocks, each loading whole 8-row swizzle atoms");
+  static_assert(!kWarpSpecialized || (!kStreamK && kXMulticast == 1),
+                "the warp-specialized kernel runs one split-K item per block, x by its own TMA copies");
 };
 
 }  // namespace lutmm

@@ -75,6 +75,13 @@ LUTMM_DEVICE void allow_dependent_launch() {
 #endif
 }
 
+// A block barrier among `threads` threads (a multiple of 32) on hardware barrier `id` (1..15; 0 is
+// __syncthreads'): for the warps of a block that sync without the others (the consumer warps of a
+// warp-specialized kernel, whose producer warp has its own schedule).
+LUTMM_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // atomicAdd with acquire-release semantics at GPU scope: the writes this thread's block made before a
 // barrier are visible to whoever reads the new count with acquire, and that reader's later loads see them.
 LUTMM_DEVICE uint32_t atomic_add_acq_rel_gpu(uint32_t* address, uint32_t value) {

@@ -64,6 +64,24 @@ LUTMM_DEVICE void tma_load_2d_multicast(uint32_t dst, const TensorMap* map, int 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar), "h"(cta_mask)
       : "memory");
 }
+// The same box into this block's shared memory alone.
+LUTMM_DEVICE void tma_load_2d(uint32_t dst, const TensorMap* map, int col, int row, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+}
+// One arrival on this block's barrier (release: this thread's earlier reads of what the barrier guards are
+// done before whoever waits on it rewrites that memory).
+LUTMM_DEVICE void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival on this block's barrier once every cp.async this thread issued before has landed (noinc: the
+// barrier's arrival count includes it).
+LUTMM_DEVICE void cp_async_mbarrier_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 // Brings the tensor map into the TMA unit's cache ahead of the first copy.
 LUTMM_DEVICE void prefetch_tensor_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
