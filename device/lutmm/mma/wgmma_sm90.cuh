@@ -78,4 +78,17 @@ LUTMM_DEVICE void wgmma_m64k16_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], 
 #endif
 }
 
+// The same with A (64 x 16) from shared memory too: desc_a describes it like B (K-major, 128-byte swizzle:
+// 64 rows of 64 k values, slice s at +32 s bytes). For A tiles that threads do not hold (bench/micro/
+// wgmma_peak.cu measures both forms).
+template <int N, bool kBf16>
+LUTMM_DEVICE void wgmma_m64k16_ss(float (&d)[N / 8][4], uint64_t desc_a, uint64_t desc_b) {
+  static_assert(detail::wgmma_n_supported(N), "an N that scripts/gen-wgmma.py generated");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  detail::wgmma_ss<N, kBf16>(d, desc_a, desc_b, 1u);
+#else
+  __trap();
+#endif
+}
+
 }  // namespace lutmm::mma
