@@ -348,21 +348,28 @@ TEST(GemmGpu, StreamKMatchesReferenceAndIsDeterministic) {
 // multicasts, with mbarriers between the blocks (kernels/gemm_sm90.cuh). M past the tile (rows zero-filled
 // by TMA), M over several tiles, K past the last 64 columns, split-K, bias, 2/3-bit fp16, groups 32 and K,
 // clusters of 4: against the reference, and bitwise the same run after run.
+// Forced configs, each (M, N, K, bits, group, name) against the reference (bf16 at 4 bits, fp16 otherwise; a
+// bias at odd M) and bitwise the same in three runs.
+using ForcedCase = std::tuple<int64_t, int64_t, int64_t, int, int, const char*>;
+void expect_forced_configs_pass(const std::vector<ForcedCase>& cases) {
+  for (const auto& [m, n, k, bits, group, name] : cases) {
+    const Problem p = problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16);
+    expect_passes(p, KernelConfig::parse(name), /*bias=*/m % 2 == 1);
+    expect_deterministic(p, name, 3);
+  }
+}
+
 TEST(GemmGpu, XMulticastMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
   if (current_device_info().arch() != 90) GTEST_SKIP() << "the sm90 family needs an sm_90 GPU";
-  for (auto [m, n, k, bits, group, name] : std::vector<std::tuple<int64_t, int64_t, int64_t, int, int, const char*>>{
+  expect_forced_configs_pass({
            {64, 4096, 4096, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_mc2"},
            {77, 1280, 2048, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem256_mc2"},
            {33, 1280, 1152, 3, 32, "sm90_n128_m32_k128_s4_w8x1_sk1_lutsmem_mc2"},
            {300, 2048, 1072, 2, 1072, "sm90_n256_m64_k64_s4_w16x1_sk1_lutreg_mc2"},
            {64, 28672, 1024, 4, 1024, "sm90_n256_m64_k128_s3_w16x1_sk1_lutsmem256_mc2"},
            {200, 4096, 512, 4, 128, "sm90_n128_m128_k64_s5_w8x1_sk2_lutsmem_mc4"},
-           {1000, 2048, 1024, 4, 128, "sm90_n128_m256_k64_s4_w8x1_sk1_lutsmem256_mc2"}}) {
-    const Problem p = problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16);
-    expect_passes(p, KernelConfig::parse(name), /*bias=*/m % 2 == 1);
-    expect_deterministic(p, name, 3);
-  }
+           {1000, 2048, 1024, 4, 128, "sm90_n128_m256_k64_s4_w8x1_sk1_lutsmem256_mc2"}});
 }
 
 // The warp-specialized kernel (_ws): M and N tails, K past the last k tile's end in x (TMA zero fill),
@@ -370,18 +377,14 @@ TEST(GemmGpu, XMulticastMatchesReferenceAndIsDeterministic) {
 TEST(GemmGpu, WarpSpecializedMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
   if (current_device_info().arch() != 90) GTEST_SKIP() << "the sm90 family needs an sm_90 GPU";
-  for (auto [m, n, k, bits, group, name] : std::vector<std::tuple<int64_t, int64_t, int64_t, int, int, const char*>>{
+  expect_forced_configs_pass({
            {64, 4096, 4096, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256_ws"},
            {77, 1000, 2048, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem256_ws"},
            {5, 1000, 2048, 3, 32, "sm90_n128_m32_k128_s4_w8x1_sk3_lutsmem_ws"},
            {33, 2048, 2048, 2, 2048, "sm90_n64_m64_k128_s4_w4x1_sk1_lutreg_ws"},
            {80, 640, 448, 4, 64, "sm90_n128_m80_k64_s6_w8x1_sk2_lutreg_ws"},
            {1, 8192, 1024, 4, 128, "sm90_n128_m8_k128_s4_w8x1_sk4_lutsmem256_ws"},
-           {1000, 1024, 1024, 4, 128, "sm90_n128_m256_k64_s4_w8x1_sk1_lutsmem_ws"}}) {
-    const Problem p = problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16);
-    expect_passes(p, KernelConfig::parse(name), /*bias=*/m % 2 == 1);
-    expect_deterministic(p, name, 3);
-  }
+           {1000, 1024, 1024, 4, 128, "sm90_n128_m256_k64_s4_w8x1_sk1_lutsmem_ws"}});
 }
 
 TEST(GemmGpu, GpuPackerMatchesCpuPacker) {

@@ -149,11 +149,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
     }
 
     float acc[1][K::kFragsM][4];
-#pragma unroll
-    for (int j = 0; j < K::kFragsM; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
-    mma::wgmma_fence_operands(acc[0]);
+    sm90_zero_accumulators<K>(acc);
     uint32_t a[kABuffers][4];
     Sm90StripDequantizer<K> strip_lookups(dequantizer, strip, lane);
 

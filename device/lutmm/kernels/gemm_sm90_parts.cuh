@@ -6,6 +6,7 @@
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/lut/lut_dequant.cuh"
 #include "lutmm/mma/mma_sm80.cuh"
+#include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/pipeline/stage_layout.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 
@@ -83,6 +84,17 @@ struct Sm90StripDequantizer {
     frag[3] = mma::mul_x2<K::kBf16>(frag[3], scale_hi);
   }
 };
+
+// A warp's zeroed accumulators (its 16 rows of the warpgroup's 64 x kTileM tile), made known to the compiler
+// as changed by the wgmmas from here on.
+template <class K>
+LUTMM_DEVICE void sm90_zero_accumulators(float (&acc)[1][K::kFragsM][4]) {
+#pragma unroll
+  for (int j = 0; j < K::kFragsM; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
+  mma::wgmma_fence_operands(acc[0]);
+}
 
 // The staged float tile of one (tile, K range) to the output: alone, through the workspace with the other
 // splits, or through the cluster's shared memory.

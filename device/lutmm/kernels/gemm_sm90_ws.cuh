@@ -105,11 +105,7 @@ LUTMM_DEVICE void gemm_sm90_ws(const GemmParams& p, const ptx::TensorMap* x_map)
   constexpr int kInFlight = Sm90SliceQueue<K>::kInFlight, kLookahead = Sm90SliceQueue<K>::kLookahead;
   constexpr int kABuffers = Sm90SliceQueue<K>::kABuffers;
   float acc[1][K::kFragsM][4];
-#pragma unroll
-  for (int j = 0; j < K::kFragsM; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[0][j][i] = 0.f;
-  mma::wgmma_fence_operands(acc[0]);
+  sm90_zero_accumulators<K>(acc);
   uint32_t a[kABuffers][4];
   Sm90StripDequantizer<K> strip_lookups(dequantizer, strip, lane);
   auto wait_full = [&](int it) {
