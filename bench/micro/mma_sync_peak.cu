@@ -40,7 +40,13 @@ void run(int sms, int warps_per_block, int blocks_per_sm) {
   cudaFree(out);
 }
 int main() {
-  int sms; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: this micro-benchmark needs an NVIDIA GPU\n");
+    return 1;
+  }
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   run<8>(sms, 4, 1); run<8>(sms, 8, 1); run<8>(sms, 4, 4); run<16>(sms, 4, 1); run<16>(sms, 8, 2); run<4>(sms, 8, 2);
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
 }

@@ -107,6 +107,11 @@ void run_n(int sms) {
 }  // namespace
 
 int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: this micro-benchmark needs an NVIDIA GPU\n");
+    return 1;
+  }
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   run_n<64>(sms);
