@@ -28,8 +28,8 @@
 //         Forcible, not offered: slower on every shape measured on the H200 (docs/NOTES.md, v1.11)
 //   _ws (optional, sm90, split-K): warp-specialized: one more warp per block fills whole stages (x by TMA)
 //         and hands them over through per-stage mbarriers instead of a block barrier per k tile
-//         (kernels/gemm_sm90_ws.cuh). Forcible, not offered: within a few % of the block-synchronous
-//         kernel either way on the H200 (docs/NOTES.md, v1.13)
+//         (kernels/gemm_sm90_ws.cuh). Forcible, not offered: from 2% faster to 15% slower than the block-
+//         synchronous kernel on the H200 (docs/NOTES.md, v1.13)
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -15,8 +15,8 @@
 //    tile's first slices while this tile's last wgmmas multiply (the slice queue runs across k tiles).
 // Why: the block-synchronous kernel at M = 33..128 on a few thousand columns looked bound per k tile by its
 // barrier and the cold lookup chain before each tile's first wgmma (docs/NOTES.md v1.12). Measured (v1.13):
-// within a few % of it either way; a forcible config, not offered (runtime/config.cpp), and the skeleton
-// for producer/consumer kernels to come.
+// from 2% faster to 15% slower than it; a forcible config, not offered (runtime/config.cpp), and the
+// skeleton for producer/consumer kernels to come.
 //
 // The producer warp exits once its last copies have landed. The block barriers of the epilogue
 // (__syncthreads, the cluster barrier of finish_in_cluster) then count the consumer warps alone: a barrier
