@@ -6,6 +6,8 @@
 // (-gencode=arch=compute_80,code=sm_80 for an A100).
 #include <cstdio>
 #include <cuda_runtime.h>
+
+#include "micro_gpu.hpp"
 template <int CHAINS>
 __global__ void peak(float* out, int iters, unsigned seed) {
   unsigned a[4], b[2];
@@ -40,13 +42,7 @@ void run(int sms, int warps_per_block, int blocks_per_sm) {
   cudaFree(out);
 }
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: this micro-benchmark needs an NVIDIA GPU\n");
-    return 1;
-  }
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const int sms = micro_sm_count_or_exit();
   run<8>(sms, 4, 1); run<8>(sms, 8, 1); run<8>(sms, 4, 4); run<16>(sms, 4, 1); run<16>(sms, 8, 2); run<4>(sms, 8, 2);
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
 }

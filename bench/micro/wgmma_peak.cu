@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
+#include "micro_gpu.hpp"
+
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/ptx/memory.cuh"
 
@@ -107,13 +109,7 @@ void run_n(int sms) {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: this micro-benchmark needs an NVIDIA GPU\n");
-    return 1;
-  }
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const int sms = micro_sm_count_or_exit();
   run_n<64>(sms);
   run_n<128>(sms);
   run_n<256>(sms);
