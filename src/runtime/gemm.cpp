@@ -277,7 +277,7 @@ struct Plan {
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
   uint32_t* counters = nullptr;
-  // x multicast (_mcN) and _ws: x's TMA tensor map, encoded for the x this plan last ran on (a call with the same x,
+  // kernel_takes_x_map: x's TMA tensor map, encoded for the x this plan last ran on (a call with the same x,
   // e.g. a CUDA graph's capture and a benchmark's repeats, reuses it)
   ptx::TensorMap x_map{};
   const void* x_map_base = nullptr;
@@ -467,8 +467,8 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;
-  void* args[] = {&params, &plan->x_map};  // (the tensor map: only the x multicast and _ws kernels take it)
-  if ((plan->config.x_multicast > 1 || plan->config.warp_specialized) && plan->x_map_base != x) {
+  void* args[] = {&params, &plan->x_map};  // (the tensor map: only where kernel_takes_x_map)
+  if (kernel_takes_x_map(plan->config) && plan->x_map_base != x) {
     jit::encode_tensor_map_2d_u16(&plan->x_map, x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), 64,
                                   static_cast<uint32_t>(plan->config.tile_m / plan->config.x_multicast));
     plan->x_map_base = x;

@@ -11,6 +11,8 @@ namespace lutmm {
 
 int kernel_group(const Problem& p) { return p.group_size >= p.k ? 0 : p.group_size; }
 
+bool kernel_takes_x_map(const KernelConfig& c) { return c.x_multicast > 1 || c.warp_specialized; }
+
 namespace {
 // sm_90 and sm_100-class GPUs get their arch-specific target; the sm80 family uses no feature of it, but
 // later families do and one target per GPU keeps the cache simple.
@@ -49,8 +51,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   const char* family = c.family == 90 ? "sm90" : "sm80";
   const std::string name = fmt::format("lutmm_gemm_{}", family);  // (one name per family: `ncu -k` finds both sm90 kernels)
   const std::string entry = c.family == 90 && c.warp_specialized ? "sm90_ws" : family;  // header and function
-  // x multicast and _ws take x's TMA tensor map as a second parameter (runtime/gemm.cpp encodes it per x)
-  const bool x_map = c.x_multicast > 1 || c.warp_specialized;
+  const bool x_map = kernel_takes_x_map(c);
   return request(name, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
       "#include \"lutmm/kernels/gemm_{entry}.cuh\"\n"

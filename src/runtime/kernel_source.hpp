@@ -12,5 +12,8 @@ inline constexpr const char* kPackKernelName = "lutmm_pack_codes";
 jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch);
 jit::CompileRequest pack_kernel_request(int bits, int arch);
 int kernel_group(const Problem& p);
+// Whether the kernel of c takes x's TMA tensor map as a second parameter (x multicast, _mcN, and the
+// warp-specialized kernel, _ws, load x by TMA); runtime/gemm.cpp encodes the map for those.
+bool kernel_takes_x_map(const KernelConfig& c);
 
 }  // namespace lutmm
