@@ -7,13 +7,14 @@
 //    arrivals). One bulk copy per 16-row strip (a strip's k tile is one contiguous run in global memory and
 //    in the stage) was tried first: correct, but 10-15% slower on the long-K shapes (docs/NOTES.md, v1.13).
 //    Strips past the padded N copy the last real strip again and scale columns past it the last real
-//    chunk, as StageLoader does: their rows are never stored.
+//    chunk, as StageLoader does (tile_strip_words, tile_scale_columns): their rows are never stored.
 //  * x: one TMA box per 64-column block of the tile (the tensor map of runtime/gemm.cpp, kTileM rows),
 //    which writes the wgmma's 128-byte swizzle itself and zero-fills rows past M and columns past K; lane 0
 //    tells the barrier to expect those bytes.
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/layout/packed_layout.cuh"
 #include "lutmm/pipeline/stage_layout.cuh"
+#include "lutmm/pipeline/stage_loader.cuh"
 #include "lutmm/ptx/memory.cuh"
 #include "lutmm/ptx/tma.cuh"
 
@@ -35,44 +36,33 @@ struct ProducerStageLoader {
 
   const GemmParams& p;
   const ptx::TensorMap* x_map;
-  const uint8_t* w_strip0;  // the tile's first strip at k tile 0
-  int64_t w_strip_stride;   // bytes from one strip's atoms to the next's
-  int last_strip;           // the tile's last strip with real rows
-  const uint16_t* scale_col0;  // the tile's first scale column, group row 0
-  int last_scale_col;          // the tile's last 8-column chunk with real scales (its first column)
-  int m0, lane;
+  int n0, m0, lane;
 
-  LUTMM_DEVICE ProducerStageLoader(const GemmParams& params, const ptx::TensorMap* map, int n0, int m0_, int lane_)
-      : p(params), x_map(map), m0(m0_), lane(lane_) {
-    const int64_t k_atoms = p.k_padded / layout::kAtomCols;
-    w_strip_stride = k_atoms * layout::words_per_atom(K::kBits) * 4;
-    w_strip0 = reinterpret_cast<const uint8_t*>(p.packed) + static_cast<int64_t>(n0 / 16) * w_strip_stride;
-    last_strip = (p.n_padded - n0) / 16 - 1;
-    last_scale_col = (p.n_padded - n0 < K::kTileN ? p.n_padded - n0 : K::kTileN) - 8;
-    scale_col0 = p.scales + n0;
-  }
+  LUTMM_DEVICE ProducerStageLoader(const GemmParams& params, const ptx::TensorMap* map, int n0_, int m0_, int lane_)
+      : p(params), x_map(map), n0(n0_), m0(m0_), lane(lane_) {}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // W and scales of k tile kt into stage s, this lane's share; then its arrival on `full` once they land.
   // (Weights: the kernel may copy them before the dependency wait.)
   LUTMM_DEVICE void load_weights(uint8_t* smem, int s, int kt, uint32_t full) const {
     const uint32_t w_dst = ptx::smem_addr(Layout::w(smem, s));
-    const uint8_t* w_src = w_strip0 + static_cast<int64_t>(kt) * kStripTileBytes;
+    const int64_t w_step = static_cast<int64_t>(kt) * kStripTileBytes;
 #pragma unroll
     for (int j = 0; j < dev::ceil_div(kWChunks, kLanes); ++j) {
       const int i = lane + j * kLanes;
       const int strip = i / kChunksPerStrip, c = i % kChunksPerStrip;
       if (kWChunks % kLanes == 0 || i < kWChunks)
-        ptx::cp_async_16(w_dst + i * 16, w_src + (strip < last_strip ? strip : last_strip) * w_strip_stride + c * 16);
+        ptx::cp_async_16(w_dst + i * 16,
+                         reinterpret_cast<const uint8_t*>(tile_strip_words<K::kBits>(p, n0, strip) + c * 4) + w_step);
     }
     const uint32_t s_dst = ptx::smem_addr(Layout::scales(smem, s));
     const int64_t row0 = K::kGroup == 0 ? 0 : static_cast<int64_t>(kt) * K::kTileK / K::kGroup;
 #pragma unroll
     for (int j = 0; j < dev::ceil_div(kScaleChunks, kLanes); ++j) {
       const int i = lane + j * kLanes;
-      const int r = i / kScaleChunksPerRow, col = (i % kScaleChunksPerRow) * 8;
+      const int r = i / kScaleChunksPerRow, c = i % kScaleChunksPerRow;
       if (kScaleChunks % kLanes == 0 || i < kScaleChunks)
-        ptx::cp_async_16(s_dst + i * 16, scale_col0 + (row0 + r) * p.n_padded + (col < last_scale_col ? col : last_scale_col));
+        ptx::cp_async_16(s_dst + i * 16, tile_scale_columns(p, n0, c * 8) + (row0 + r) * p.n_padded);
     }
     ptx::cp_async_mbarrier_arrive(full);
   }

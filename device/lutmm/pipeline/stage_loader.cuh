@@ -14,6 +14,21 @@
 
 namespace lutmm::pipeline {
 
+// Where a tile's weight copies read, for the tile whose first W row is n0 (this loader's and the warp-
+// specialized kernel's, pipeline/producer_stage_loader.cuh). The packed words of its 16-row strip `strip` at
+// k tile 0: a strip past the padded N reads the last real strip again (see above).
+template <int kBits>
+LUTMM_DEVICE const uint32_t* tile_strip_words(const GemmParams& p, int n0, int strip) {
+  const int64_t k_atoms = p.k_padded / layout::kAtomCols;
+  const int last_row = p.n_padded / 16 - 1;
+  const int atom_row = n0 / 16 + strip < last_row ? n0 / 16 + strip : last_row;
+  return p.packed + static_cast<int64_t>(atom_row) * k_atoms * layout::words_per_atom(kBits);
+}
+// The group-row-0 scales of its 8 columns from column n0 + column: past the padded N, the last real 8.
+LUTMM_DEVICE const uint16_t* tile_scale_columns(const GemmParams& p, int n0, int column) {
+  return p.scales + (n0 + column < p.n_padded ? n0 + column : p.n_padded - 8);
+}
+
 template <class K>
 struct StageLoader {
   using Layout = StageLayout<K>;
@@ -53,9 +68,7 @@ struct StageLoader {
     for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {  // W in registers: the kernel loads it
       const int i = tid + j * K::kThreads;
       const int strip = i / kChunksPerStrip, c = i % kChunksPerStrip;
-      const int last_row = p.n_padded / 16 - 1;
-      const int atom_row = n0 / 16 + strip < last_row ? n0 / 16 + strip : last_row;
-      w_src[j] = reinterpret_cast<const uint8_t*>(p.packed + static_cast<int64_t>(atom_row) * k_atoms * kWordsPerAtom + c * 4);
+      w_src[j] = reinterpret_cast<const uint8_t*>(tile_strip_words<K::kBits>(p, n0, strip) + c * 4);
     }
 #pragma unroll
     for (int j = 0; j < kPrefetchIters; ++j) {
@@ -78,8 +91,7 @@ struct StageLoader {
     for (int j = 0; j < kSIters; ++j) {
       const int i = tid + j * K::kThreads;
       const int r = i / kScaleChunksPerRow, c = i % kScaleChunksPerRow;
-      const int n = n0 + c * 8 < p.n_padded ? n0 + c * 8 : p.n_padded - 8;
-      s_src[j] = p.scales + static_cast<int64_t>(r) * p.n_padded + n;
+      s_src[j] = tile_scale_columns(p, n0, c * 8) + static_cast<int64_t>(r) * p.n_padded;
     }
   }
 
