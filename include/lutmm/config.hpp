@@ -7,7 +7,7 @@
 //   |    |   |   |    |  |    |       lutsmem256 (4-bit only: the same with 256-byte rows, 64 KB, one
 //   |    |   |   |    |  |    |       instruction fewer per lookup) or lutreg (registers)
 //   |    |   |   |    |  |    '------ split-K: sk1, sk2, ... or skauto (from the SM count at run time), or
-//   |    |   |   |    |  |            skstream (sm90: Stream-K, one wave of blocks sharing all the work evenly)
+//   |    |   |   |    |  |            skstream (Stream-K: one wave of blocks sharing all the work evenly)
 //   |    |   |   |    |  '----------- warps along N x warps along M [x warp groups along K, when > 1:
 //   |    |   |   |    |               each takes its share of every k tile's slices; their partial
 //   |    |   |   |    |               tiles are added in shared memory in group order]
@@ -95,7 +95,8 @@ std::string config_invalid_reason(const KernelConfig& cfg, const Problem& p, con
 // Every config the library offers for p on dev (split_k concrete values and auto).
 std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev);
 // The built-in choice without measurement (runtime/heuristics_sm90.cpp on sm_90 GPUs where that family wins,
-// runtime/heuristics_sm80.cpp otherwise). split_k comes out concrete (never Stream-K).
+// runtime/heuristics_sm80.cpp otherwise). split_k comes out concrete (a count, or Stream-K for the large decode
+// layers whose split-K grid leaves block slots idle).
 KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev);
 // How many blocks of cfg fit on one SM of dev at once (shared memory, threads, an estimate of registers).
 int resident_blocks_per_sm(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);

@@ -185,7 +185,18 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
       return fmt::format("_occ{} needs {} threads on one SM, which runs {}", c.min_blocks, c.min_blocks * c.threads(),
                          dev.max_threads_per_sm);
   }
-  if (c.split_k == kStreamK && c.family != 90) return "Stream-K (skstream) is an sm90-family schedule";
+  if (c.split_k == kStreamK && c.family == 80) {  // (kernels/gemm_sm80.cuh: a run of units through one pipeline)
+    if (p.m > c.tile_m)
+      return fmt::format("sm80 Stream-K runs one tile row (M <= {}), M = {}", c.tile_m, p.m);
+    const int stage = sm80_stage_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, false,
+                                       sm80_io_in_holes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k,
+                                                        c.stages, lut_row_bytes(c.lut)));
+    if (sm80_epilogue_bytes(c.tile_n, c.tile_m) > stage)
+      return fmt::format("sm80 Stream-K stages the {}-byte epilogue tile in one {}-byte stage",
+                         sm80_epilogue_bytes(c.tile_n, c.tile_m), stage);
+  }
+  if (c.split_k == kStreamK && c.w_in_registers)
+    return "Stream-K (skstream) fills each item's pipeline through the shared-memory stages, not W in registers (_wreg)";
   // (ptxas: the item loop spills on the 256 x 128 and 128 x 256 tiles, capped at 128 / 255 registers)
   if (c.split_k == kStreamK && c.tile_n * c.tile_m >= 32768)
     return fmt::format("Stream-K's item loop runs out of registers on {} x {} tiles", c.tile_n, c.tile_m);
@@ -203,7 +214,11 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
   // ones; an _occN kernel is compiled to leave room for N blocks. The sm90 ones (ptxas, session 5): 62-136
   // below 128 x rows a tile, 115-216 from 128 up.
   const int large_m_regs = c.family == 90 ? 168 : 192;
-  const int regs = c.min_blocks > 1 ? 0 : (c.tile_m >= (c.family == 90 ? 128 : 64) ? large_m_regs : 128);
+  // (The sm80 Stream-K item loop keeps ~250 registers at the 4-warp decode shapes: two blocks of 4 warps, one of 8.)
+  const int regs = c.min_blocks > 1                         ? 0
+                   : c.family == 80 && c.split_k == kStreamK ? 256
+                   : c.tile_m >= (c.family == 90 ? 128 : 64) ? large_m_regs
+                                                             : 128;
   if (dev.regs_per_sm > 0 && regs > 0) blocks = std::min(blocks, dev.regs_per_sm / (regs * c.threads()));
   return std::max(blocks, 1);
 }
@@ -285,11 +300,14 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
     // W streamed into registers (`_wreg`) stays forcible but is not offered: measured slower on every
     // decode shape on the H200 (docs/NOTES.md, v1.4), as it keeps only one k tile of W in flight per warp.
     for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
-      // Stream-K (skstream) stays forcible but is not offered: slower than split-K on every shape measured
-      // on the H200 (docs/NOTES.md v1.9); so does x multicast (_mc2): 5-25% slower on the 15 shapes of
+      // Stream-K (skstream) on the sm90 tiles stays forcible but is not offered: slower than split-K on every
+      // shape measured on the H200 (docs/NOTES.md v1.9; on the sm80 decode tiles it wins where split-K leaves
+      // block slots idle, v1.14); so does x multicast (_mc2): 5-25% slower on the 15 shapes of
       // M = 32..4096 measured (v1.11); and the warp-specialized kernel (_ws): 2% faster to 15% slower
       // (v1.13)
-      for (int split : {0, 1, 2, 4, 8}) {
+      for (int split : {0, 1, 2, 4, 8, kStreamK}) {
+        // (Stream-K offered on the sm80 decode tiles only: v1.14)
+        if (split == kStreamK && (shape.family != 80 || shape.tile_m > 16)) continue;
         KernelConfig c = shape;
         c.lut = lut;
         c.split_k = split;

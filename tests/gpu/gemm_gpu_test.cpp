@@ -344,10 +344,6 @@ TEST(GemmGpu, StreamKMatchesReferenceAndIsDeterministic) {
   }
 }
 
-// x multicast (sm90 family, _mcN): pairs or fours of column tiles in a cluster share each x tile through TMA
-// multicasts, with mbarriers between the blocks (kernels/gemm_sm90.cuh). M past the tile (rows zero-filled
-// by TMA), M over several tiles, K past the last 64 columns, split-K, bias, 2/3-bit fp16, groups 32 and K,
-// clusters of 4: against the reference, and bitwise the same run after run.
 // Forced configs, each (M, N, K, bits, group, name) against the reference (bf16 at 4 bits, fp16 otherwise; a
 // bias at odd M) and bitwise the same in three runs.
 using ForcedCase = std::tuple<int64_t, int64_t, int64_t, int, int, const char*>;
@@ -359,6 +355,24 @@ void expect_forced_configs_pass(const std::vector<ForcedCase>& cases) {
   }
 }
 
+// Stream-K on the sm80 family (any sm_80+ GPU): items that start and end inside tiles, several tiles per
+// block (K = 320 on 64-deep tiles), M short of the tile, 2/3/4 bits, groups 32, 64, 128 and K, fp16,
+// bias at odd M, the 8-warp tiles whose warp groups split each k tile: against the reference and bitwise the
+// same run after run.
+TEST(GemmGpu, Sm80StreamKMatchesReferenceAndIsDeterministic) {
+  REQUIRE_GPU();
+  expect_forced_configs_pass({{1, 3584, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256"},
+                              {5, 1000, 2048, 3, 32, "sm80_n64_m8_k128_s4_w4x1_skstream_lutsmem"},
+                              {16, 2048, 1024, 2, 1024, "sm80_n128_m16_k128_s4_w4x1_skstream_lutreg"},
+                              {8, 4096, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1x2_skstream_lutsmem256"},
+                              {13, 1280, 768, 4, 128, "sm80_n64_m16_k256_s3_w4x1_skstream_lutreg"},
+                              {1, 4096, 320, 4, 64, "sm80_n64_m8_k64_s6_w4x1_skstream_lutreg"}});
+}
+
+// x multicast (sm90 family, _mcN): pairs or fours of column tiles in a cluster share each x tile through TMA
+// multicasts, with mbarriers between the blocks (kernels/gemm_sm90.cuh). M past the tile (rows zero-filled
+// by TMA), M over several tiles, K past the last 64 columns, split-K, bias, 2/3-bit fp16, groups 32 and K,
+// clusters of 4: against the reference, and bitwise the same run after run.
 TEST(GemmGpu, XMulticastMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
   if (current_device_info().arch() != 90) GTEST_SKIP() << "the sm90 family needs an sm_90 GPU";

@@ -45,7 +45,9 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
           // what no GPU runs (lutsmem256 on 2 or 3 bits, lutreg on the largest warp tiles) is not compiled
           if (!config_invalid_reason(c, p, described_h200()).empty()) continue;
           jobs.push_back({p, c, arch});
-          if (shape.family == 90 && bits != 2) {  // the Stream-K instantiation (forcible) where it is valid
+          // the Stream-K instantiation where it is valid: forcible on sm90 tiles, offered on the sm80 decode
+          // tiles (4-bit only there: the dequantizers are the split-K kernels')
+          if (shape.family == 90 ? bits != 2 : shape.tile_m <= 16 && bits == 4) {
             KernelConfig stream_k = c;
             stream_k.split_k = kStreamK;
             if (config_invalid_reason(stream_k, p, described_h200()).empty()) jobs.push_back({p, stream_k, arch});

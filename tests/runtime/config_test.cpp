@@ -122,6 +122,36 @@ TEST(KernelConfig, XMulticastRules) {
     for (const KernelConfig& v : valid_configs(problem(m, 4096, 4096), dev)) EXPECT_EQ(v.x_multicast, 1) << v.name();
 }
 
+// Stream-K: both families, not with W streamed into registers; the sm80 item loop's registers leave two
+// 4-warp blocks a SM, one of 8 warps.
+TEST(KernelConfig, StreamKRules) {
+  const DeviceInfo dev = described_h200();
+  const KernelConfig sk = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256");
+  EXPECT_EQ(sk.split_k, kStreamK);
+  EXPECT_EQ(config_invalid_reason(sk, problem(1, 28672, 8192), dev), "");
+  EXPECT_EQ(resident_blocks_per_sm(sk, problem(1, 28672, 8192), dev), 2);
+  const StreamKShape shape = stream_k_shape(sk, problem(1, 28672, 8192), dev);
+  EXPECT_EQ(shape.blocks, 2 * dev.sm_count);  // 224 tiles of 32 k tiles each: 27 or 28 k tiles a block,
+  EXPECT_EQ(shape.max_sharing, 3);             // so a tile meets two blocks, or three
+  KernelConfig eight = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1x2_skstream_lutsmem256");
+  EXPECT_EQ(resident_blocks_per_sm(eight, problem(1, 28672, 8192), dev), 1);
+  KernelConfig wreg = KernelConfig::parse("sm80_n64_m8_k128_s4_w4x1_sk1_lutsmem_wreg");
+  wreg.split_k = kStreamK;
+  EXPECT_NE(config_invalid_reason(wreg, problem(1, 4096, 4096), dev).find("Stream-K"), std::string::npos);
+  EXPECT_NE(config_invalid_reason(sk, problem(9, 4096, 4096), dev).find("one tile row"), std::string::npos);
+  // the heuristic: Stream-K where split-K leaves over a tenth of the slots idle and the runs are long
+  EXPECT_EQ(heuristic_config(problem(1, 28672, 8192), dev).split_k, kStreamK);
+  EXPECT_NE(heuristic_config(problem(1, 8192, 28672), dev).split_k, kStreamK);  // 256 blocks on 264 slots
+  EXPECT_NE(heuristic_config(problem(1, 14336, 4096), dev).split_k, kStreamK);  // 7 k tiles a block
+  bool offered = false;
+  for (const KernelConfig& c : valid_configs(problem(1, 28672, 8192), dev)) offered |= c.split_k == kStreamK;
+  EXPECT_TRUE(offered);
+  for (const KernelConfig& c : valid_configs(problem(64, 4096, 4096), dev)) EXPECT_NE(c.split_k, kStreamK) << c.name();
+  // 256 x 16 x 128: the 16.6 KB epilogue tile does not fit a 16 KB stage of W (x and scales in the holes)
+  const KernelConfig wide = KernelConfig::parse("sm80_n256_m16_k128_s3_w4x1_skstream_lutsmem256");
+  EXPECT_NE(config_invalid_reason(wide, problem(16, 8192, 8192), dev).find("epilogue tile"), std::string::npos);
+}
+
 // The warp-specialized sm90 kernel (_ws): split-K tiles of 4 or 8 warps plus a producer warp, its own x
 // copies (no multicast); forcible, not offered (measured no faster).
 TEST(KernelConfig, WarpSpecializedRules) {
@@ -201,7 +231,7 @@ TEST(ConfigSpace, EveryShapeHasValidConfigsAndTheHeuristicPicksOne) {
           for (const auto& c : configs) EXPECT_EQ(config_invalid_reason(c, p, dev), "") << c.name();
           const KernelConfig h = heuristic_config(p, dev);
           EXPECT_EQ(config_invalid_reason(h, p, dev), "") << p.str() << " " << h.name();
-          EXPECT_GE(h.split_k, 1);
+          EXPECT_TRUE(h.split_k >= 1 || h.split_k == kStreamK) << h.name();
         }
       }
     }

@@ -80,10 +80,15 @@ TEST(StreamK, HostWorkspaceSizingMatchesTheKernelsSharing) {
     EXPECT_EQ(s.tiles, static_cast<int64_t>(tiles_n) * tiles_m);
     EXPECT_EQ(walk(tiles_n, tiles_m, s.k_tiles, s.blocks), s.max_sharing) << m << "x" << n << "x" << k;
   }
-  // the schedule belongs to the sm90 family
-  KernelConfig sm80 = KernelConfig::parse("sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem");
-  sm80.split_k = kStreamK;
-  EXPECT_NE(config_invalid_reason(sm80, Problem::of(64, 8192, 8192), dev).find("Stream-K"), std::string::npos);
+  // the sm80 family's decode tiles
+  const KernelConfig decode = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256");
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 28672, 8192}, {8, 14336, 4096}, {1, 4096, 4096}}) {
+    const Problem p = Problem::of(m, n, k);
+    const StreamKShape s = stream_k_shape(decode, p, dev);
+    ASSERT_GT(s.blocks, 0);
+    EXPECT_LE(s.blocks, dev.sm_count * resident_blocks_per_sm(decode, p, dev));
+    EXPECT_EQ(walk(static_cast<int>(n / 128), 1, s.k_tiles, s.blocks), s.max_sharing) << m << "x" << n << "x" << k;
+  }
 }
 
 }  // namespace

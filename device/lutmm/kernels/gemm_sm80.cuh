@@ -7,7 +7,13 @@
 // always full. Per k tile, a block streams packed W, x and the scales through a kStages-deep cp.async
 // pipeline; each warp dequantizes its 16-row strips straight from the packed words (whose lanes already
 // match the A-fragment, so no shuffles) and multiplies with x fragments from ldmatrix. Split-K over
-// gridDim.z; the epilogue reduces the splits in a fixed order.
+// gridDim.z; the epilogue reduces the splits in a fixed order. Under Stream-K (K::kStreamK, decode: one tile
+// row) a block takes a run of units (one k tile of one output tile) instead, which may cover parts of
+// several tiles (scheduler/stream_k.cuh): decode blocks stream W at a rate of their own, so a grid whose
+// tiles leave block slots empty or doubly loaded is as slow as its busiest slot, and Stream-K gives every
+// slot the same number of units. The run streams through the stages without a break at tile boundaries
+// (unit g of the run sits in stage g % kStages; each copy aims at its own tile), and a finished tile's
+// epilogue stages its accumulators in the stage of its last unit, the one stage no copy is landing in.
 //
 // Where the group scale is applied depends on how many MMAs share one dequantized fragment:
 //  * few (kFragsM <= 2, decode and small batches): the unscaled table values go into the MMA, each group's
@@ -23,6 +29,7 @@
 #include "lutmm/pipeline/stage_loader.cuh"
 #include "lutmm/ptx/timeline.cuh"
 #include "lutmm/scheduler/split_k.cuh"
+#include "lutmm/scheduler/stream_k.cuh"
 
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
@@ -42,14 +49,32 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   constexpr int kL2Ahead = LUTMM_L2_AHEAD >= 0 ? LUTMM_L2_AHEAD : (K::kWInRegisters ? 4 : 0);
   constexpr int kGroup = K::kGroup;  // 0: one scale per row
 
+  static_assert(!K::kStreamK || K::kTileM * K::kEpilogueLd * 4 <= K::kStageBytes,
+                "Stream-K stages the epilogue tile in one stage");
   ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // warps: kWarpsN along N fastest, then kWarpsM along M, then the kWarpsK groups of the k tile's slices
   const int warp_n = warp % K::kWarpsN, warp_m = (warp / K::kWarpsN) % K::kWarpsM;
   const int warp_k = warp / (K::kWarpsN * K::kWarpsM);
   const int g = lane >> 2;
-  const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
-  const int num_kt = work.kt_end - work.kt_begin;
+  // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
+  scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
+  scheduler::TileWork work;
+  if constexpr (K::kStreamK) {
+    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) return;
+  } else {
+    work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
+  }
+  int num_kt = work.kt_end - work.kt_begin;
+  // Stream-K: the next unit of the run to copy (its tile, k tile and stage, and how many are left), counted
+  // along instead of divided out (a division per k tile made the decode loop ~10% slower), and the stage of
+  // the unit being multiplied.
+  struct UnitCursor {
+    int tile, kt, stage, left;
+  };
+  UnitCursor copy_next{work.tile_id, work.kt_begin, 0,
+                       K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units)) : 0};
+  int compute_stage = 0;
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
@@ -58,11 +83,40 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // past M and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch
   // already (p.dependents_early; otherwise after the main loop, below). Copying the first stages here instead
   // of prefetching them into L2 took 0.1-0.5 us off small and decode GEMMs (docs/NOTES.md, v1.12).
+  // (Under Stream-K: the first item's.)
   using Layout = pipeline::StageLayout<K>;
-  const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+  pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+  // Stream-K: copies unit c of the run (W and scales, x, or both) through the loader of its own tile, and
+  // steps c to the next unit.
+  enum class Part { weights, x, all };
+  auto copy_unit = [&](UnitCursor& c, Part part) {
+    if (c.left <= 0) return;
+    auto go = [&](const pipeline::StageLoader<K>& l) {
+      if (part != Part::x) l.load_weights(smem, c.stage, c.kt);
+      if (part != Part::weights) l.load_x(smem, c.stage, c.kt);
+    };
+    if (c.tile == work.tile_id) {
+      go(loader);
+    } else {  // (one tile row: every tile's m0 is work.m0)
+      go(pipeline::StageLoader<K>(p, (c.tile % p.tiles_n) * K::kTileN, work.m0, tid));
+    }
+    if (++c.kt == p.k_tiles) {
+      c.kt = 0;
+      ++c.tile;
+    }
+    if (++c.stage == K::kStages) c.stage = 0;
+    --c.left;
+  };
+  const UnitCursor run_start = copy_next;
 #pragma unroll
-  for (int s = 0; s < K::kStages - 1; ++s)
-    if (s < num_kt) loader.load_weights(smem, s, work.kt_begin + s);
+  for (int s = 0; s < K::kStages - 1; ++s) {
+    if constexpr (K::kStreamK) {
+      copy_unit(copy_next, Part::weights);
+    } else {
+      if (s < num_kt) loader.load_weights(smem, s, work.kt_begin + s);
+    }
+  }
+  if constexpr (K::kStreamK) copy_next = run_start;  // (x of the same units after the dependency wait)
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
     loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(smem);
@@ -73,21 +127,18 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // exact (the first group also holds the weight copies above).
 #pragma unroll
   for (int s = 0; s < K::kStages - 1; ++s) {
-    if (s < num_kt) loader.load_x(smem, s, work.kt_begin + s);
+    if constexpr (K::kStreamK) {
+      copy_unit(copy_next, Part::x);
+    } else {
+      if (s < num_kt) loader.load_x(smem, s, work.kt_begin + s);
+    }
     ptx::cp_async_commit();
   }
 
   // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
 
-  float acc[K::kFragsN][K::kFragsM][4];
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
-#pragma unroll
-  for (int fn = 0; fn < K::kFragsN; ++fn)
-#pragma unroll
-    for (int fm = 0; fm < K::kFragsM; ++fm)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[fn][fm][i] = 0.f;
 
   // W straight to registers (kWInRegisters): this lane's words of its strips, one k tile ahead.
   constexpr int kWRegFn = K::kWInRegisters ? K::kFragsN : 1, kWRegAtoms = K::kWInRegisters ? K::kAtomsK : 1;
@@ -155,12 +206,25 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
   };
 
+  for (;;) {  // (one item, unless Stream-K)
+  float acc[K::kFragsN][K::kFragsM][4];
+#pragma unroll
+  for (int fn = 0; fn < K::kFragsN; ++fn)
+#pragma unroll
+    for (int fm = 0; fm < K::kFragsM; ++fm)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[fn][fm][i] = 0.f;
+
   for (int it = 0; it < num_kt; ++it) {
     ptx::cp_async_wait<K::kStages - 2>();
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
     if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;
-    if (next < num_kt) loader.load(smem, next % K::kStages, work.kt_begin + next);
+    if constexpr (K::kStreamK) {
+      copy_unit(copy_next, Part::all);
+    } else {
+      if (next < num_kt) loader.load(smem, next % K::kStages, work.kt_begin + next);
+    }
     ptx::cp_async_commit();
     if (kL2Ahead > 0 && next + kL2Ahead < num_kt) loader.prefetch_w(work.kt_begin + next + kL2Ahead);
 
@@ -168,7 +232,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if constexpr (K::kWInRegisters) {
       if (it + 1 < num_kt) load_w(w_next, kt + 1);  // in flight while this tile computes
     }
-    const int stage = it % K::kStages;
+    const int stage = K::kStreamK ? compute_stage : it % K::kStages;
+    if constexpr (K::kStreamK) compute_stage = compute_stage + 1 == K::kStages ? 0 : compute_stage + 1;
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, stage));
     const uint8_t* xs = Layout::x(smem, stage);
     const uint8_t* ss = Layout::scales(smem, stage);
@@ -257,10 +322,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // v1.5 and v1.12): the runtime asks for that only where no such room exists (p.dependents_early).
   timeline.mark(3);
   ptx::allow_dependent_launch();
-  ptx::cp_async_wait<0>();
-  __syncthreads();  // the pipeline's shared memory becomes the epilogue's tile
-
-  float* tile = reinterpret_cast<float*>(Layout::stage(smem, 0));
+  // The epilogue's tile: the pipeline's shared memory; under Stream-K the stage of the item's last unit
+  // (the next units' copies are landing in the others).
+  if constexpr (!K::kStreamK) ptx::cp_async_wait<0>();
+  __syncthreads();
+  const int tile_stage = K::kStreamK ? (compute_stage + K::kStages - 1) % K::kStages : 0;
+  float* tile = reinterpret_cast<float*>(Layout::stage(smem, tile_stage));
   // The warp groups' partial tiles are added in group order 0, 1, ...: the same sum every run.
 #pragma unroll
   for (int wk = 0; wk < K::kWarpsK; ++wk) {
@@ -268,12 +335,29 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     __syncthreads();
   }
   timeline.mark(4);
-  if (p.cluster_splits) {
+  if constexpr (K::kStreamK) {  // (never clusters)
+    epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
+  } else if (p.cluster_splits) {
     epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
   } else {
     epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid);
   }
   timeline.print(80);
+  if constexpr (!K::kStreamK) {
+    break;
+  } else {
+    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) {
+      ptx::cp_async_wait<0>();  // (only empty groups are left)
+      break;
+    }
+    num_kt = work.kt_end - work.kt_begin;
+    loader.aim(work.n0, work.m0);
+    // Every thread is done reading the epilogue tile; where x lives in the stages, the tile overwrote the
+    // zeroed x rows past M of its stage (rows no copy ever writes: one tile row, the same M tail throughout).
+    __syncthreads();
+    if constexpr (!K::kIoInHoles) loader.zero_x_tail(smem);
+  }
+  }
 }
 
 }  // namespace lutmm

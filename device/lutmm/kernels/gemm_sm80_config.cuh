@@ -59,14 +59,17 @@ LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_
 // slices, whole atoms) and add their accumulators in shared memory, in group order, at the end: more warps
 // on one output tile where the grid is small (a block of a 64 x 1280 x 1280 GEMM otherwise has one warp per
 // scheduler), without the global round trip of split-K.
+// kStreamK: the block takes a run of (tile, K range) items (scheduler/stream_k.cuh) instead of one split-K item:
+// for decode grids whose tiles do not fill the SMs' block slots evenly (a decode block streams W at a rate of
+// its own, so the busiest slot sets the time: docs/NOTES.md, v1.14).
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false, int kWarpsK_ = 1>
+          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false, int kWarpsK_ = 1, bool kStreamK_ = false>
 struct Sm80Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_, kWarpsK = kWarpsK_;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = kWInRegisters_;
   static constexpr bool kWgmmaLayout = false;  // x in the ldmatrix layout (the sm90 family's differs)
-  static constexpr bool kStreamK = false;      // one split-K item per block
+  static constexpr bool kStreamK = kStreamK_;  // a run of items per block, or one split-K item
   static constexpr int kXMulticast = 1;        // every block copies its own x (cp.async)
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;
@@ -104,6 +107,7 @@ struct Sm80Kernel {
   static_assert(kWarpsK >= 1 && kGroupSlices * kWarpsK == kSlices && kGroupSlices % 4 == 0,
                 "each warp group takes whole atoms of every k tile");
   static_assert(kWarpsK == 1 || !kWInRegisters, "W in registers is loaded per warp for the whole k tile");
+  static_assert(!kStreamK || !kWInRegisters, "W in registers is loaded one k tile ahead within one item");
   static_assert(kLutRowBytes == 0 || kLutRowBytes == 128 || (kLutRowBytes == 256 && kBits == 4),
                 "pair-table rows of 128 bytes, or 256 for 4-bit codes");
   static_assert(kWBytes % 16 == 0 && kXBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");

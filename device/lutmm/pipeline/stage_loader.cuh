@@ -62,6 +62,11 @@ struct StageLoader {
   const uint8_t* prefetch_src[kPrefetchIters];
 
   LUTMM_DEVICE StageLoader(const GemmParams& params, int n0, int m0, int thread) : p(params), tid(thread) {
+    aim(n0, m0);
+  }
+
+  // The sources of the tile whose first W row is n0 and first x row m0 (again for each Stream-K item).
+  LUTMM_DEVICE void aim(int n0, int m0) {
     rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
     const int64_t k_atoms = p.k_padded / layout::kAtomCols;
 #pragma unroll
