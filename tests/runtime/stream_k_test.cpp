@@ -70,25 +70,21 @@ TEST(StreamK, EveryUnitOnceAndSharedTilesInKOrder) {
 
 TEST(StreamK, HostWorkspaceSizingMatchesTheKernelsSharing) {
   const DeviceInfo dev = test::described_h200();
-  const KernelConfig c = KernelConfig::parse("sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256");
-  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{64, 28672, 8192}, {64, 14336, 4096}, {77, 4096, 4096}}) {
-    const Problem p = Problem::of(m, n, k);
-    const StreamKShape s = stream_k_shape(c, p, dev);
-    ASSERT_GT(s.blocks, 0);
-    EXPECT_LE(s.blocks, dev.sm_count * resident_blocks_per_sm(c, p, dev));
-    const int tiles_n = static_cast<int>((n + 255) / 256), tiles_m = static_cast<int>((m + 63) / 64);
-    EXPECT_EQ(s.tiles, static_cast<int64_t>(tiles_n) * tiles_m);
-    EXPECT_EQ(walk(tiles_n, tiles_m, s.k_tiles, s.blocks), s.max_sharing) << m << "x" << n << "x" << k;
-  }
+  auto check = [&](const char* name, const std::vector<std::array<int64_t, 3>>& shapes) {
+    const KernelConfig c = KernelConfig::parse(name);
+    for (const auto& [m, n, k] : shapes) {
+      const Problem p = Problem::of(m, n, k);
+      const StreamKShape s = stream_k_shape(c, p, dev);
+      ASSERT_GT(s.blocks, 0);
+      EXPECT_LE(s.blocks, dev.sm_count * resident_blocks_per_sm(c, p, dev));
+      const int tiles_n = static_cast<int>((n + c.tile_n - 1) / c.tile_n), tiles_m = static_cast<int>((m + c.tile_m - 1) / c.tile_m);
+      EXPECT_EQ(s.tiles, static_cast<int64_t>(tiles_n) * tiles_m);
+      EXPECT_EQ(walk(tiles_n, tiles_m, s.k_tiles, s.blocks), s.max_sharing) << name << " " << m << "x" << n << "x" << k;
+    }
+  };
+  check("sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256", {{64, 28672, 8192}, {64, 14336, 4096}, {77, 4096, 4096}});
   // the sm80 family's decode tiles
-  const KernelConfig decode = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256");
-  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 28672, 8192}, {8, 14336, 4096}, {1, 4096, 4096}}) {
-    const Problem p = Problem::of(m, n, k);
-    const StreamKShape s = stream_k_shape(decode, p, dev);
-    ASSERT_GT(s.blocks, 0);
-    EXPECT_LE(s.blocks, dev.sm_count * resident_blocks_per_sm(decode, p, dev));
-    EXPECT_EQ(walk(static_cast<int>(n / 128), 1, s.k_tiles, s.blocks), s.max_sharing) << m << "x" << n << "x" << k;
-  }
+  check("sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256", {{1, 28672, 8192}, {8, 14336, 4096}, {1, 4096, 4096}});
 }
 
 }  // namespace

@@ -60,11 +60,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
   scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
   scheduler::TileWork work;
-  if constexpr (K::kStreamK) {
-    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) return;
-  } else {
-    work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
-  }
+  if (!scheduler::first_work<K>(p, stream, work)) return;
   int num_kt = work.kt_end - work.kt_begin;
   // Stream-K: the next unit of the run to copy (its tile, k tile and stage, and how many are left), counted
   // along instead of divided out (a division per k tile made the decode loop ~10% slower), and the stage of

@@ -68,11 +68,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
   scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
   scheduler::TileWork work;
-  if constexpr (K::kStreamK) {
-    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) return;
-  } else {
-    work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);
-  }
+  if (!scheduler::first_work<K>(p, stream, work)) return;
   // The first item's W and scales of its first stages, before the previous kernel is done (gemm_sm80.cuh).
   {
     const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);

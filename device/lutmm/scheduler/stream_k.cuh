@@ -50,4 +50,18 @@ struct StreamK {
   }
 };
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+// The block's first work: its one (tile, K split) under split-K, the first item of its run under Stream-K
+// (K::kStreamK; false: the run is empty).
+template <class K>
+LUTMM_DEVICE bool first_work(const GemmParams& p, StreamK& stream, TileWork& work) {
+  if constexpr (K::kStreamK) {
+    return stream.next_work<K::kTileN, K::kTileM>(p, work);
+  } else {
+    work = split_k_work<K::kTileN, K::kTileM>(p);
+    return true;
+  }
+}
+#endif
+
 }  // namespace lutmm::scheduler
