@@ -109,6 +109,7 @@ struct StreamKShape {
   int64_t tiles = 0;
   int k_tiles = 0;
   int max_sharing = 0;
+  bool schedule_fits = true;  // the kernel's 32-bit schedule arithmetic holds ((units + 1) x blocks < 2^32)
 };
 StreamKShape stream_k_shape(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
 

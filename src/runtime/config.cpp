@@ -195,6 +195,8 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
       return fmt::format("sm80 Stream-K stages the {}-byte epilogue tile in one {}-byte stage",
                          sm80_epilogue_bytes(c.tile_n, c.tile_m), stage);
   }
+  if (c.split_k == kStreamK && !stream_k_shape(c, p, dev).schedule_fits)
+    return "Stream-K's 32-bit schedule: (tiles x k tiles + 1) x blocks must stay below 2^32";
   if (c.split_k == kStreamK && c.w_in_registers)
     return "Stream-K (skstream) fills each item's pipeline through the shared-memory stages, not W in registers (_wreg)";
   // (ptxas: the item loop spills on the 256 x 128 and 128 x 256 tiles, capped at 128 / 255 registers)
@@ -279,10 +281,15 @@ StreamKShape stream_k_shape(const KernelConfig& c, const Problem& p, const Devic
   // one wave, every block with at least two k tiles of work (a shorter run is all pipeline fill)
   const int64_t wave = static_cast<int64_t>(std::max(1, dev.sm_count)) * resident_blocks_per_sm(c, p, dev);
   s.blocks = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(wave, units / 2), 1, wave));
+  s.schedule_fits = scheduler::StreamK::schedule_fits(static_cast<uint64_t>(units), static_cast<uint64_t>(s.blocks));
+  if (!s.schedule_fits) return s;
   // The kernel's own schedule (scheduler/stream_k.cuh): tile t's K range meets blocks first(t) .. last(t).
-  auto block_of = [&](int64_t u) { return scheduler::StreamK::block_of(u, s.blocks, units); };
+  auto block_of = [&](int64_t u) {
+    return scheduler::StreamK::block_of(static_cast<uint32_t>(u), static_cast<uint32_t>(s.blocks),
+                                        static_cast<uint32_t>(units));
+  };
   for (int64_t t = 0; t < s.tiles; ++t) {
-    const int64_t sharing = block_of((t + 1) * s.k_tiles - 1) - block_of(t * s.k_tiles) + 1;
+    const int64_t sharing = static_cast<int64_t>(block_of((t + 1) * s.k_tiles - 1)) - block_of(t * s.k_tiles) + 1;
     s.max_sharing = std::max(s.max_sharing, static_cast<int>(sharing));
   }
   return s;

@@ -11,22 +11,30 @@
 
 namespace lutmm::scheduler {
 
+// The schedule's arithmetic is 32-bit (a 64-bit division is a software routine of ~100 instructions: five of
+// them before the first copies delayed a decode kernel's first k tile by ~0.8 us, docs/NOTES.md v1.14); the
+// host refuses Stream-K where (units + 1) x blocks would not fit (stream_k_schedule_fits).
 struct StreamK {
-  int64_t units;      // tiles x k_tiles
-  int64_t block, blocks;
-  int64_t next, end;  // this block's remaining units [next, end)
+  uint32_t units;      // tiles x k_tiles
+  uint32_t block, blocks;
+  uint32_t next, end;  // this block's remaining units [next, end)
 
-  LUTMM_HOST_DEVICE static int64_t first_unit(int64_t block, int64_t blocks, int64_t units) {
+  LUTMM_HOST_DEVICE static uint32_t first_unit(uint32_t block, uint32_t blocks, uint32_t units) {
     return block * units / blocks;
   }
   // The block whose run contains unit u: the largest b with first_unit(b) <= u.
-  LUTMM_HOST_DEVICE static int64_t block_of(int64_t u, int64_t blocks, int64_t units) {
+  LUTMM_HOST_DEVICE static uint32_t block_of(uint32_t u, uint32_t blocks, uint32_t units) {
     return ((u + 1) * blocks - 1) / units;
+  }
+  LUTMM_HOST_DEVICE static bool schedule_fits(uint64_t units, uint64_t blocks) {
+    return (units + 1) * blocks <= 0xffffffffull;
   }
 
   // (Host-callable: the CPU tests walk every block of a grid.)
-  LUTMM_HOST_DEVICE StreamK(const GemmParams& p, int64_t this_block, int64_t grid_blocks)
-      : units(static_cast<int64_t>(p.tiles_n) * p.tiles_m * p.k_tiles), block(this_block), blocks(grid_blocks) {
+  LUTMM_HOST_DEVICE StreamK(const GemmParams& p, uint32_t this_block, uint32_t grid_blocks)
+      : units(static_cast<uint32_t>(p.tiles_n) * static_cast<uint32_t>(p.tiles_m) * static_cast<uint32_t>(p.k_tiles)),
+        block(this_block),
+        blocks(grid_blocks) {
     next = first_unit(block, blocks, units);
     end = first_unit(block + 1, blocks, units);
   }
@@ -35,17 +43,18 @@ struct StreamK {
   template <int kTileN, int kTileM>
   LUTMM_HOST_DEVICE bool next_work(const GemmParams& p, TileWork& w) {
     if (next >= end) return false;
-    const int64_t tile = next / p.k_tiles;
+    const uint32_t k_tiles = static_cast<uint32_t>(p.k_tiles), tiles_n = static_cast<uint32_t>(p.tiles_n);
+    const uint32_t tile = next / k_tiles;
     w.tile_id = static_cast<int>(tile);
-    w.n0 = static_cast<int>(tile % p.tiles_n) * kTileN;  // N fastest, as in split-K: neighbours share x
-    w.m0 = static_cast<int>(tile / p.tiles_n) * kTileM;
-    w.kt_begin = static_cast<int>(next - tile * p.k_tiles);
-    const int64_t tile_end = (tile + 1) * p.k_tiles;
-    w.kt_end = static_cast<int>((end < tile_end ? end : tile_end) - tile * p.k_tiles);
-    const int64_t first = block_of(tile * p.k_tiles, blocks, units);
+    w.n0 = static_cast<int>(tile % tiles_n) * kTileN;  // N fastest, as in split-K: neighbours share x
+    w.m0 = static_cast<int>(tile / tiles_n) * kTileM;
+    w.kt_begin = static_cast<int>(next - tile * k_tiles);
+    const uint32_t tile_end = (tile + 1) * k_tiles;
+    w.kt_end = static_cast<int>((end < tile_end ? end : tile_end) - tile * k_tiles);
+    const uint32_t first = block_of(tile * k_tiles, blocks, units);
     w.split = static_cast<int>(block - first);
     w.splits = static_cast<int>(block_of(tile_end - 1, blocks, units) - first + 1);
-    next = tile * p.k_tiles + w.kt_end;
+    next = tile * k_tiles + static_cast<uint32_t>(w.kt_end);
     return true;
   }
 };
