@@ -168,17 +168,19 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   } else if (p.m <= 8) {
     if (p.bits == 4 && !mid_weight) {
       if (auto c = first_valid(p, dev, decode8_b4, LutPlacement::shared_wide)) {
-        // Stream-K where the split-K grid leaves over a tenth of the block slots idle and every block still
-        // gets 16 k tiles or more (a decode block streams W at a rate of its own: the busiest slot sets the
-        // time). 1 x 28672 x 8192, 224 tiles on 264 slots: 37.8 -> 36.1 us; on shorter runs the extra tile
-        // ends cost more than the balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8) (v1.14).
+        // Stream-K where the split-K grid's waves leave over a tenth of their block slots idle (224 tiles on
+        // the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every block still gets 16 k tiles
+        // or more: a decode block streams W at a rate of its own, so the busiest slot sets the time.
+        // 1 x 28672 x 8192 on the H200: 37.8 -> 36.1 us; on shorter runs the extra tile ends cost more than
+        // the balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8) (v1.14).
         KernelConfig stream_k = *c;
         stream_k.split_k = kStreamK;
         if (config_invalid_reason(stream_k, p, dev).empty()) {
-          const int64_t slots = sms * resident_blocks_per_sm(stream_k, p, dev);
+          const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev);
           const int64_t blocks = tile_count(p, c->tile_n, c->tile_m) * c->split_k;
+          const int64_t waves = (blocks + slots - 1) / slots;
           const StreamKShape s = stream_k_shape(stream_k, p, dev);
-          if (10 * blocks < 9 * slots && s.tiles * s.k_tiles >= 16ll * s.blocks) return stream_k;
+          if (10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 16ll * s.blocks) return stream_k;
         }
         return *c;
       }

@@ -143,6 +143,8 @@ TEST(KernelConfig, StreamKRules) {
   EXPECT_EQ(heuristic_config(problem(1, 28672, 8192), dev).split_k, kStreamK);
   EXPECT_NE(heuristic_config(problem(1, 8192, 28672), dev).split_k, kStreamK);  // 256 blocks on 264 slots
   EXPECT_NE(heuristic_config(problem(1, 14336, 4096), dev).split_k, kStreamK);  // 7 k tiles a block
+  // an A100's 108 slots (one such block a SM): 224 tiles make a third wave of 8 blocks
+  EXPECT_EQ(heuristic_config(problem(1, 28672, 8192), described_a100()).split_k, kStreamK);
   bool offered = false;
   for (const KernelConfig& c : valid_configs(problem(1, 28672, 8192), dev)) offered |= c.split_k == kStreamK;
   EXPECT_TRUE(offered);
