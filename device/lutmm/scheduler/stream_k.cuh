@@ -13,7 +13,7 @@ namespace lutmm::scheduler {
 
 // The schedule's arithmetic is 32-bit (a 64-bit division is a software routine of ~100 instructions: five of
 // them before the first copies delayed a decode kernel's first k tile by ~0.8 us, docs/NOTES.md v1.14); the
-// host refuses Stream-K where (units + 1) x blocks would not fit (stream_k_schedule_fits).
+// host refuses Stream-K where (units + 1) x blocks would not fit (schedule_fits, StreamKShape::schedule_fits).
 struct StreamK {
   uint32_t units;      // tiles x k_tiles
   uint32_t block, blocks;
