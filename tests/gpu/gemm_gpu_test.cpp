@@ -327,23 +327,6 @@ TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
   }
 }
 
-// Stream-K (sm90 family, sm_90 GPUs): one wave of blocks share the (tile, k tile) units; blocks that share
-// a tile add their partial tiles in K order. Odd M and N, bias, 3-bit fp16, short and long K, more blocks
-// than tiles and fewer: against the reference, and bitwise the same run after run.
-TEST(GemmGpu, StreamKMatchesReferenceAndIsDeterministic) {
-  REQUIRE_GPU();
-  if (current_device_info().arch() != 90) GTEST_SKIP() << "the sm90 family needs an sm_90 GPU";
-  for (auto [m, n, k, bits, name] : std::vector<std::tuple<int64_t, int64_t, int64_t, int, const char*>>{
-           {64, 4096, 4096, 4, "sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256"},
-           {77, 1000, 2048, 4, "sm90_n128_m80_k64_s6_w8x1_skstream_lutsmem"},
-           {300, 1040, 1152, 3, "sm90_n128_m128_k64_s5_w8x1_skstream_lutreg"},
-           {5, 28672, 1024, 2, "sm90_n128_m8_k128_s4_w8x1_skstream_lutsmem"}}) {
-    const Problem p = problem(m, n, k, bits, bits == 3 ? 32 : 128, bits == 3 ? DType::f16 : DType::bf16);
-    expect_passes(p, KernelConfig::parse(name), /*bias=*/m == 77);
-    expect_deterministic(p, name, 3);
-  }
-}
-
 // Forced configs, each (M, N, K, bits, group, name) against the reference (bf16 at 4 bits, fp16 otherwise; a
 // bias at odd M) and bitwise the same in three runs.
 using ForcedCase = std::tuple<int64_t, int64_t, int64_t, int, int, const char*>;
@@ -353,6 +336,18 @@ void expect_forced_configs_pass(const std::vector<ForcedCase>& cases) {
     expect_passes(p, KernelConfig::parse(name), /*bias=*/m % 2 == 1);
     expect_deterministic(p, name, 3);
   }
+}
+
+// Stream-K (sm90 family, sm_90 GPUs): one wave of blocks share the (tile, k tile) units; blocks that share
+// a tile add their partial tiles in K order. Odd M and N, bias, 2/3-bit fp16, short and long K, more blocks
+// than tiles and fewer: against the reference, and bitwise the same run after run.
+TEST(GemmGpu, StreamKMatchesReferenceAndIsDeterministic) {
+  REQUIRE_GPU();
+  if (current_device_info().arch() != 90) GTEST_SKIP() << "the sm90 family needs an sm_90 GPU";
+  expect_forced_configs_pass({{64, 4096, 4096, 4, 128, "sm90_n256_m64_k64_s4_w16x1_skstream_lutsmem256"},
+                              {77, 1000, 2048, 4, 128, "sm90_n128_m80_k64_s6_w8x1_skstream_lutsmem"},
+                              {300, 1040, 1152, 3, 32, "sm90_n128_m128_k64_s5_w8x1_skstream_lutreg"},
+                              {5, 28672, 1024, 2, 128, "sm90_n128_m8_k128_s4_w8x1_skstream_lutsmem"}});
 }
 
 // Stream-K on the sm80 family (any sm_80+ GPU): items that start and end inside tiles, several tiles per
