@@ -65,15 +65,21 @@ struct SharedPairLut {
   const uint8_t* table_bytes;  // a __shared__ array at a link-time address, so loads take an immediate base
   uint32_t lane4;              // lane * 4: this lane's copy
 
-  // Every thread of the block takes part (the thread count is a multiple of 32, so each warp's entry
-  // index i / 32 is uniform and the shuffles below are broadcasts); the caller synchronises afterwards.
+  // Every thread of the block takes part; the caller synchronises afterwards. A row's 32 copies are eight
+  // 16-byte stores of four copies each, so a thread writes row i / 8, copies 4 (i % 8) .. + 3 of chunk i and
+  // fetches the row's two values from the lanes holding them (lane e: entry e). The chunk count (128, 512,
+  // 2048) and the thread count are multiples of 32, so every warp runs the loop as a whole, as the
+  // shuffles need. (One 4-byte store per thread and copy took four times the iterations: ~600 instructions
+  // a thread for the 4-bit table, in every block's prologue.)
   LUTMM_DEVICE static void build(uint32_t* smem, const uint16_t* table, int tid, int threads) {
+    constexpr int kChunksPerRow = kCopies / 4;
     const uint32_t entry = table_entry_of_lane<kBits>(table, tid & 31);
-    for (int i = tid; i < kEntries * kCopies; i += threads) {
+    for (int i = tid; i < kEntries * kChunksPerRow; i += threads) {
+      const uint32_t row = static_cast<uint32_t>(i / kChunksPerRow);
       uint32_t c0, c1;
-      layout::pair_codes(kBits, static_cast<uint32_t>(i / kCopies), c0, c1);
-      smem[(i / kCopies) * kRowWords + i % kCopies] =
-          __shfl_sync(0xffffffffu, entry, c0) | (__shfl_sync(0xffffffffu, entry, c1) << 16);
+      layout::pair_codes(kBits, row, c0, c1);
+      const uint32_t v = __shfl_sync(0xffffffffu, entry, c0) | (__shfl_sync(0xffffffffu, entry, c1) << 16);
+      *reinterpret_cast<dev::uint4_t*>(smem + row * kRowWords + (i % kChunksPerRow) * 4) = dev::uint4_t{v, v, v, v};
     }
   }
 
