@@ -64,7 +64,8 @@ struct ConfigChoice {
   ConfigSource source = ConfigSource::heuristic;
 };
 ConfigChoice chosen_config_with_source(const Problem& p);
-// Compiles (or loads from the cache) the kernel for (p, cfg) without running it; returns compile ms, 0 when cached.
+// Compiles (or loads from the cache) the kernel for (p, cfg) without running it, and its variant for a
+// split-K sum spread over the splits where a run may use it; returns the longest compile in ms, 0 when cached.
 double precompile(const Problem& p, const KernelConfig& cfg, int arch_override = 0);
 
 }  // namespace lutmm

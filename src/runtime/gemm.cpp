@@ -106,10 +106,10 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
   int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
-      lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized;
+      lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread;
   auto tie() const {
     return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
-                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized);
+                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -122,17 +122,18 @@ struct ReadyKernel {
 std::mutex g_kernel_mutex;
 std::map<KernelKey, ReadyKernel> g_kernels;
 
-ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
+ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, bool split_spread = false) {
   const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
                       p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
-                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast, c.warp_specialized};
+                      lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast, c.warp_specialized,
+                      split_spread};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
     if (it != g_kernels.end()) return it->second;
   }
   ReadyKernel r;
-  r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch()));
+  r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch(), split_spread));
   r.shared_bytes = config_dynamic_shared_bytes(c, p);
   r.kernel->set_max_dynamic_shared_memory(r.shared_bytes);
   std::lock_guard lock(g_kernel_mutex);
@@ -237,13 +238,22 @@ ConfigChoice chosen_config_with_source(const Problem& p) {
   return choice;
 }
 
+namespace {
+bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters);
+}  // namespace
+
 double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
   check_problem(p);
   int arch = arch_override;
   if (arch == 0) arch = current_device_info().arch();
   if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
   const jit::CompiledKernel k = jit::compile_cached(gemm_kernel_request(p, c, arch));
-  return k.compile_ms;
+  // The spread split-K variant too where a run may launch it (the split count and residency are only known
+  // on the GPU: any split count up to 8 counts here), so a precompiled cache leaves nothing to compile.
+  double spread_ms = 0;
+  if (spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false))
+    spread_ms = jit::compile_cached(gemm_kernel_request(p, c, arch, /*split_spread=*/true)).compile_ms;
+  return std::max(k.compile_ms, spread_ms);  // (per kernel: the JIT's budget is per kernel)
 }
 
 namespace {
@@ -273,6 +283,7 @@ struct Plan {
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   int tiles_n = 0, tiles_m = 0;
   bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
+  bool split_spread = false;      // the kernel is the SplitSpread variant (spread_pays, one_wave)
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
@@ -331,6 +342,32 @@ bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Proble
          resident * static_cast<int64_t>(config_sm_shared_bytes(c, p)) > dev.smem_per_sm - 40 * 1024;
 }
 
+// Whether the splits of each tile sum it together, each a share, once all have stored their partial tiles
+// (the SplitSpread kernel variant, epilogue/epilogue.cuh), instead of the last to arrive summing all of it.
+// Their blocks wait for each other, so only where every block of the grid is resident at once (one wave, no
+// clusters: the promise the variant relies on; one_wave checks the variant itself, whose registers may
+// differ). Measured on the H200 (docs/NOTES.md v1.15, A/B against the last-arrival sum): the 64-row tiles of
+// the M = 33..128 layers gain 1-8% (64x4096x4096 11.77 -> 10.87 us, 64x4096x14336 25.4 -> 24.1, 128x4096x4096
+// 16.8 -> 16.3): their last arrival reloads 4 x 32 KB in two rounds at its SM's L2 bandwidth, where each
+// spread block takes one round of a quarter. The 16- and 32-row tiles lose 1-7% (32x4096x14336 19.0 -> 20.3,
+// 64x1280x5120 on 128 x 32 8.9 -> 9.4: the reload was one latency-bound round either way, and the waiting
+// blocks keep their SMs from the stream's next kernel), the 128-row ones 2.6% (256x8192x8192), decode tiles
+// 5-10% (1x8192x8192 12.7 -> 13.7 with every split GEMM spread). So: 64-row tiles whose slots add up to >= 64
+// KB (LUTMM_SPLIT_SPREAD_BYTES). LUTMM_SPLIT_SPREAD=0 turns it off.
+bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters) {
+  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD");
+  static const int64_t min_bytes = [] {
+    const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
+    return v != nullptr ? std::atoll(v) : 65536ll;
+  }();
+  return enabled && !clusters && splits >= 2 && c.split_k != kStreamK && c.tile_m == 64 &&
+         std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
+}
+bool one_wave(const DeviceInfo& dev, const KernelConfig& c, const ReadyKernel& kernel, int64_t blocks) {
+  const int resident = kernel.kernel->max_active_blocks_per_sm(c.threads(), kernel.shared_bytes);
+  return dev.sm_count > 0 && resident > 0 && blocks <= static_cast<int64_t>(resident) * dev.sm_count;
+}
+
 constexpr int kPlanSlots = 8;
 thread_local std::array<Plan, kPlanSlots> t_plans;
 thread_local int t_next_plan = 0;
@@ -373,8 +410,15 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   plan.workspace_need = split_k_workspace(c, p, dev);
   plan.kernel = ready_kernel(p, c, dev);
   const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
-  plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks,
-                                           plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1);
+  const bool clusters = plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1;
+  plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);
+  if (spread_pays(c, p, plan.splits, clusters)) {
+    ReadyKernel spread = ready_kernel(p, c, dev, /*split_spread=*/true);
+    if (one_wave(dev, c, spread, blocks)) {
+      plan.kernel = spread;
+      plan.split_spread = true;
+    }
+  }
   return plan;
 }
 
@@ -390,7 +434,7 @@ LaunchOverlap launch_overlap(const Problem& p, const KernelConfig& c) {
   key.device = device;
   bool cacheable = false;
   const Plan plan = make_plan(key, p, device_info(device), options, cacheable);
-  return {plan.launch.overlap_previous, plan.dependents_early};
+  return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread};
 }
 
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {

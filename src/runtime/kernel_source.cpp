@@ -33,7 +33,7 @@ jit::CompileRequest request(std::string kernel_name, int arch, std::string sourc
 }
 }  // namespace
 
-jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch) {
+jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch, bool split_spread) {
   // split-K is a launch parameter: the comment names the kernel with it normalised, so every split of one
   // tile shape is the same source, cache key and loaded module.
   KernelConfig kernel = c;
@@ -41,7 +41,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   const int group = kernel_group(p), lut_bytes = lut_row_bytes(c.lut);
   const bool bf16 = p.dtype == DType::bf16;
   // The family's traits struct (kernels/gemm_sm80_config.cuh, gemm_sm90_config.cuh) and entry function.
-  const std::string traits =
+  std::string traits =
       c.family == 90
           ? fmt::format("Sm90Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16,
                         c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, lut_bytes, c.split_k == kStreamK,
@@ -49,18 +49,20 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
           : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16,
                         c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, lut_bytes, c.w_in_registers,
                         c.warps_k, c.split_k == kStreamK);
+  if (split_spread) traits = fmt::format("SplitSpread<lutmm::{}>", traits);  // (epilogue/epilogue.cuh)
   const char* family = c.family == 90 ? "sm90" : "sm80";
   const std::string name = fmt::format("lutmm_gemm_{}", family);  // (one name per family: `ncu -k` finds both sm90 kernels)
   const std::string entry = c.family == 90 && c.warp_specialized ? "sm90_ws" : family;  // header and function
   const bool x_map = kernel_takes_x_map(c);
   return request(name, arch, fmt::format(
-      "// lutmm generated: {cfg} b{bits} g{group} {dtype}\n"
+      "// lutmm generated: {cfg} b{bits} g{group} {dtype}{spread}\n"
       "#include \"lutmm/kernels/gemm_{entry}.cuh\"\n"
       "using Kernel = lutmm::{traits};\n"
       "extern \"C\" __global__ void __launch_bounds__(Kernel::kBlockThreads, {min_blocks})\n"
       "{name}(const __grid_constant__ lutmm::GemmParams p{map_param}) {{ lutmm::gemm_{entry}<Kernel>(p{map_arg}); }}\n",
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", group),
-      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("entry", entry), fmt::arg("traits", traits),
+      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("spread", split_spread ? " split-spread" : ""),
+      fmt::arg("entry", entry), fmt::arg("traits", traits),
       fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", name),
       fmt::arg("map_param", x_map ? ", const __grid_constant__ lutmm::ptx::TensorMap x_map" : ""),
       fmt::arg("map_arg", x_map ? ", &x_map" : "")));

@@ -8,8 +8,9 @@ namespace lutmm {
 // The GEMM kernels are named after their family: lutmm_gemm_sm80, lutmm_gemm_sm90 (what a profiler shows).
 inline constexpr const char* kPackKernelName = "lutmm_pack_codes";
 
-// group_size >= k (one scale per row) compiles as group 0.
-jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch);
+// group_size >= k (one scale per row) compiles as group 0. split_spread: the variant whose splits of a tile
+// sum it together (epilogue/epilogue.cuh: SplitSpread; runtime/gemm.cpp decides where it runs).
+jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch, bool split_spread = false);
 jit::CompileRequest pack_kernel_request(int bits, int arch);
 int kernel_group(const Problem& p);
 // Whether the kernel of c takes x's TMA tensor map as a second parameter (x multicast, _mcN, and the

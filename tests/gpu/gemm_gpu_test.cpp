@@ -364,6 +364,38 @@ TEST(GemmGpu, Sm80StreamKMatchesReferenceAndIsDeterministic) {
                               {1, 4096, 320, 4, 64, "sm80_n64_m8_k64_s6_w4x1_skstream_lutreg"}});
 }
 
+// Split-K where the splits of a tile sum it together, each a share, once all have stored their partial tiles
+// (runtime/gemm.cpp: spread_pays and one_wave: one-wave grids of 64-row tiles whose slots add up to >= 64 KB):
+// M past the tile and over two tile rows, 2/3-bit fp16, bias at odd M, the sm80 family (any GPU) and on sm_90
+// the sm90 one; against the reference and bitwise the same run after run. Interleaved with a last-arrival
+// GEMM (a decode shape's small slots) on the same stream, whose tile counters both kinds share (each leaves
+// them at 0 for the next).
+TEST(GemmGpu, SpreadSplitKMatchesReferenceAndIsDeterministic) {
+  REQUIRE_GPU();
+  // (weights over 2.5 MB: smaller split GEMMs reduce in clusters on sm_90, runtime/gemm.cpp: cluster_split_k)
+  std::vector<ForcedCase> spread = {{64, 4096, 4096, 4, 128, "sm80_n128_m64_k64_s4_w4x1_sk4_lutsmem256"},
+                                    {77, 4096, 4096, 3, 32, "sm80_n128_m64_k64_s4_w4x1_sk2_lutsmem"},
+                                    {40, 4096, 6144, 2, 128, "sm80_n128_m64_k64_s4_w4x1_sk4_lutsmem"}};
+  if (current_device_info().arch() == 90) {
+    spread.push_back({64, 4096, 4096, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256"});
+    spread.push_back({63, 1280, 5120, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk5_lutsmem256"});
+    spread.push_back({77, 4096, 2048, 3, 64, "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem_ws"});
+  }
+  const ForcedCase last_arrival{1, 4096, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256"};
+  auto spreads = [](const ForcedCase& c) {
+    const auto& [m, n, k, bits, group, name] = c;
+    return launch_overlap(problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16),
+                          KernelConfig::parse(name))
+        .split_spread;
+  };
+  for (const ForcedCase& c : spread) EXPECT_TRUE(spreads(c)) << std::get<5>(c);
+  EXPECT_FALSE(spreads(last_arrival));
+  for (int round = 0; round < 2; ++round) {
+    expect_forced_configs_pass(spread);
+    expect_forced_configs_pass({last_arrival});
+  }
+}
+
 // x multicast (sm90 family, _mcN): pairs or fours of column tiles in a cluster share each x tile through TMA
 // multicasts, with mbarriers between the blocks (kernels/gemm_sm90.cuh). M past the tile (rows zero-filled
 // by TMA), M over several tiles, K past the last 64 columns, split-K, bias, 2/3-bit fp16, groups 32 and K,

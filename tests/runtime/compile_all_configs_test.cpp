@@ -25,6 +25,7 @@ struct Job {
   Problem problem;
   KernelConfig config;
   int arch;
+  bool split_spread = false;  // the variant whose splits of a tile sum it together (runtime/gemm.cpp)
 };
 
 TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
@@ -45,6 +46,8 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
           // what no GPU runs (lutsmem256 on 2 or 3 bits, lutreg on the largest warp tiles) is not compiled
           if (!config_invalid_reason(c, p, described_h200()).empty()) continue;
           jobs.push_back({p, c, arch});
+          // the spread split-K variant: its epilogue differs, the main loop and dequantizers do not (4-bit)
+          if (bits == 4) jobs.push_back({p, c, arch, /*split_spread=*/true});
           // the Stream-K instantiation where it is valid: forcible on sm90 tiles, offered on the sm80 decode
           // tiles (4-bit only there: the dequantizers are the split-K kernels')
           if (shape.family == 90 ? bits != 2 : shape.tile_m <= 16 && bits == 4) {
@@ -79,9 +82,10 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
       const Job& j = jobs[i];
-      const std::string what = fmt::format("{} {} sm_{}", j.config.name(), j.problem.str(), j.arch);
+      const std::string what = fmt::format("{}{} {} sm_{}", j.config.name(), j.split_spread ? " (split-spread)" : "",
+                                           j.problem.str(), j.arch);
       try {
-        const jit::CompiledKernel k = jit::compile(gemm_kernel_request(j.problem, j.config, j.arch));
+        const jit::CompiledKernel k = jit::compile(gemm_kernel_request(j.problem, j.config, j.arch, j.split_spread));
         std::lock_guard lock(mutex);
         if (k.cubin.empty()) failures.push_back(what + ": empty cubin");
         if (k.resources.spill_store_bytes != 0 || k.resources.spill_load_bytes != 0)

@@ -5,6 +5,12 @@
 //    tile to its own workspace slot; the block that arrives last at the tile's counter sums the slots in
 //    split order 0, 1, ..., S-1 (a fixed order, so the
 //    result is bitwise the same whoever arrives last), stores, and resets the counter for the next launch;
+//    or, in the SplitSpread<K> kernels, which the runtime launches only where every block of the grid is
+//    resident at once, all S blocks wait for the S-th arrival and each sums and stores a 1/S share of the
+//    tile (same order, same bits): one block reloading all S slots was bound by its SM's L2 bandwidth (1.7
+//    us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md v1.15). A variant of its own
+//    rather than a launch parameter, because any change to the epilogue moves the register allocation of
+//    the (inlined) main loop (v1.12) and the other kernels stay as they were;
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
 //    shared-memory tiles directly, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
@@ -69,6 +75,38 @@ LUTMM_DEVICE void store_tile(const GemmParams& p, const float* tile, int n0, int
   });
 }
 
+// Sums the S = splits slots of the tile in split order and stores the output, every block of the tile a 1/S
+// share of its 8-column chunks (chunks split, split + S, ... in units of the block's threads).
+template <class K>
+LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int n0, int m0, int split, int splits,
+                                   int tid) {
+  constexpr int kTileFloats = K::kTileM * K::kTileN;
+  store_output<K>(p, n0, m0, split * K::kThreads + tid, K::kThreads * splits, [&](int r, int c, float* v) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = 0.f;
+    const float* at = slots + r * K::kTileN + c;
+    // up to eight splits' chunks requested before the first add
+    for (int s0 = 0; s0 < splits; s0 += 8) {
+      float4 a[8], b[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (s0 + u < splits) {
+          const float* slot = at + static_cast<int64_t>(s0 + u) * kTileFloats;
+          a[u] = __ldcg(reinterpret_cast<const float4*>(slot));
+          b[u] = __ldcg(reinterpret_cast<const float4*>(slot + 4));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (s0 + u < splits) {
+          v[0] += a[u].x; v[1] += a[u].y; v[2] += a[u].z; v[3] += a[u].w;
+          v[4] += b[u].x; v[5] += b[u].y; v[6] += b[u].z; v[7] += b[u].w;
+        }
+      }
+    }
+  });
+}
+
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it
 // varies per tile and comes as stream_splits.
 template <class K>
@@ -97,7 +135,25 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   // loads after the second barrier. One acq_rel atomic by one thread instead of a sequentially consistent
   // fence in every thread before and after it (__threadfence: MEMBAR.SC.GPU, ~1 us per GEMM; NOTES v1.10).
   __syncthreads();
-  const bool last = __syncthreads_or(tid == 0 && ptx::atomic_add_acq_rel_gpu(p.tile_counters + tile_id, 1u) ==
+  uint32_t* const counter = p.tile_counters + tile_id;
+  if constexpr (K::kSplitSpread) {
+    // The arrivals count up from 0; the last resets the counter at once (the next launch, which cannot start
+    // before every block of this one has left, finds 0), so a waiting block, which saw `old` on arriving,
+    // knows all have arrived when the count reaches S or falls back to `old` or below. The reset is a release
+    // after the last arrival's acquire: a block that reads the 0 sees every slot as one that reads S does.
+    if (tid == 0) {
+      const uint32_t old = ptx::atomic_add_acq_rel_gpu(counter, 1u), all = static_cast<uint32_t>(splits());
+      if (old == all - 1) {
+        ptx::store_release_gpu(counter, 0u);
+      } else {
+        for (uint32_t c = old + 1; c < all && c > old; c = ptx::load_acquire_gpu(counter)) __nanosleep(32);
+      }
+    }
+    __syncthreads();  // (thread 0's acquire, then the barrier: every slot is visible to every thread)
+    store_spread_sum<K>(p, slots, n0, m0, split, splits(), tid);
+    return;
+  }
+  const bool last = __syncthreads_or(tid == 0 && ptx::atomic_add_acq_rel_gpu(counter, 1u) ==
                                                      static_cast<uint32_t>(splits() - 1));
   if (!last) return;
   // Sum the slots in split order into the tile, then store as a single split does. A thread owns the
@@ -192,3 +248,15 @@ LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, in
 }
 
 }  // namespace lutmm::epilogue
+
+namespace lutmm {
+
+// The kernel traits K with the spread split-K sum (epilogue::finish): a kernel variant of its own, which the
+// runtime launches only where every block of the grid is resident at once (runtime/gemm.cpp: one_wave).
+template <class K>
+struct SplitSpread : K {
+  static constexpr bool kSplitSpread = true;
+  static_assert(!K::kStreamK, "Stream-K tiles are shared by varying numbers of blocks: the last arrival sums");
+};
+
+}  // namespace lutmm

@@ -70,6 +70,7 @@ struct Sm80Kernel {
   static constexpr bool kBf16 = kBf16_, kWInRegisters = kWInRegisters_;
   static constexpr bool kWgmmaLayout = false;  // x in the ldmatrix layout (the sm90 family's differs)
   static constexpr bool kStreamK = kStreamK_;  // a run of items per block, or one split-K item
+  static constexpr bool kSplitSpread = false;  // (epilogue/epilogue.cuh: SplitSpread<K>)
   static constexpr int kXMulticast = 1;        // every block copies its own x (cp.async)
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;

@@ -90,6 +90,17 @@ LUTMM_DEVICE uint32_t atomic_add_acq_rel_gpu(uint32_t* address, uint32_t value) 
   return old;
 }
 
+// A GPU-scope store with release semantics and a load with acquire semantics (of a counter other blocks
+// released).
+LUTMM_DEVICE void store_release_gpu(uint32_t* address, uint32_t value) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(address), "r"(value) : "memory");
+}
+LUTMM_DEVICE uint32_t load_acquire_gpu(const uint32_t* address) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(address) : "memory");
+  return v;
+}
+
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
