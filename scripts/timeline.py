@@ -8,18 +8,47 @@ For the first and the last block of each launch: the median SM cycles (and micro
 entry to the dependency wait's end, the first k tile in shared memory, the main loop's end, the tile staged
 for the epilogue, and exit; then the median launch period (globaltimer of consecutive launches' first blocks)
 and the median lifetime of each block. Give it one shape's run (a run is split only where the family changes).
+
+--blocks: for one launch of a kernel built with -DLUTMM_TIMELINE=2 (every block prints; e.g. `lutmm verify
+--shape M,N,K`), how the blocks spread: quantiles of entry, exit, first tile, main loop and epilogue, and the
+main loop by how many of the launch's blocks shared the block's SM.
 """
 import argparse
+import collections
 import statistics
 import sys
 
 MARKS = ["dep wait", "1st tile", "main loop", "staged", "exit"]
 
 
+def quantiles(values):
+    v = sorted(values)
+    return " ".join(f"{name} {v[int(q * (len(v) - 1))]:6.2f}" for name, q in
+                    (("min", 0), ("p10", 0.1), ("med", 0.5), ("p90", 0.9), ("max", 1)))
+
+
+def blocks_report(recs, ghz):
+    """Every block of one launch (-DLUTMM_TIMELINE=2)."""
+    t0 = min(r["entry"] for r in recs)
+    per_sm = collections.Counter(r["sm"] for r in recs)
+    us = lambda cyc: cyc / ghz / 1000
+    print(f"{len(recs)} blocks on {len(per_sm)} SMs; SMs by blocks they ran: "
+          + ", ".join(f"{n}: {c}" for n, c in sorted(collections.Counter(per_sm.values()).items())))
+    print("  entry after the first (us)   ", quantiles([(r["entry"] - t0) / 1000 for r in recs]))
+    print("  exit after the first entry   ", quantiles([(r["exit"] - t0) / 1000 for r in recs]))
+    print("  first tile after entry (us)  ", quantiles([us(r["cyc"][1]) for r in recs]))
+    print("  main loop (us)               ", quantiles([us(r["cyc"][2] - r["cyc"][1]) for r in recs]))
+    print("  main loop end to exit (us)   ", quantiles([us(r["cyc"][4] - r["cyc"][2]) for r in recs]))
+    for n in sorted(set(per_sm.values())):
+        loops = [us(r["cyc"][2] - r["cyc"][1]) for r in recs if per_sm[r["sm"]] == n]
+        print(f"  main loop on SMs that ran {n} block(s): median {statistics.median(loops):.2f} us ({len(loops)} blocks)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", nargs="?", default="-")
     ap.add_argument("--ghz", type=float, default=1.98, help="SM clock for cycles -> us (H200 boost: 1.98)")
+    ap.add_argument("--blocks", action="store_true", help="every block of one launch (-DLUTMM_TIMELINE=2)")
     args = ap.parse_args()
     lines = (sys.stdin if args.log == "-" else open(args.log)).read().splitlines()
     runs = []  # consecutive launches of one kernel: (key, [records])
@@ -27,8 +56,8 @@ def main():
         f = line.split()
         if len(f) != 17 or f[0] != "TL":
             continue
-        rec = {"tag": int(f[1]), "blk": tuple(map(int, f[3:6])), "entry": int(f[9]), "exit": int(f[10]),
-               "cyc": [int(v) for v in f[12:17]]}
+        rec = {"tag": int(f[1]), "blk": tuple(map(int, f[3:6])), "sm": int(f[7]), "entry": int(f[9]),
+               "exit": int(f[10]), "cyc": [int(v) for v in f[12:17]]}
         key = rec["tag"]
         if not runs or runs[-1][0] != key:
             runs.append((key, []))
@@ -36,6 +65,11 @@ def main():
     if not runs:
         print("no TL lines (was the kernel compiled with -DLUTMM_TIMELINE=1?)")
         return 1
+    if args.blocks:
+        for key, recs in runs:
+            print(f"sm{key} kernel:", end=" ")
+            blocks_report(recs, args.ghz)
+        return 0
     for key, recs in runs:
         firsts = [r for r in recs if r["blk"] == (0, 0, 0)]
         lasts = [r for r in recs if r["blk"] != (0, 0, 0)]

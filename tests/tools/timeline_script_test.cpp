@@ -11,11 +11,11 @@
 namespace lutmm::test {
 namespace {
 
-ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir) {
+ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, const std::string& options = "") {
   const std::filesystem::path log = dir / "run.txt", out = dir / "out.txt";
   std::ofstream(log) << log_text;
   const std::string script = std::string(LUTMM_SOURCE_DIR) + "/scripts/timeline.py";
-  const std::string cmd = "python3 " + shell_quote(script) + " --ghz 2.0 " + shell_quote(log.string()) + " >" +
+  const std::string cmd = "python3 " + shell_quote(script) + " --ghz 2.0 " + options + shell_quote(log.string()) + " >" +
                           shell_quote(out.string()) + " 2>&1";
   const int status = std::system(cmd.c_str());
   ToolRun r;
@@ -44,6 +44,22 @@ TEST(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
   EXPECT_NE(r.out.find("lifetime   3.50 us"), std::string::npos) << r.out;               // 4600 - 1100 ns
   EXPECT_NE(r.out.find("launch period (first blocks' entries): median 2.50 us"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("first entry to last exit: median 3.60 us"), std::string::npos) << r.out;
+}
+
+TEST(TimelineScript, BlocksModeSpreadsEveryBlockOfOneLaunch) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  TempDir dir;
+  // one launch (-DLUTMM_TIMELINE=2): three blocks, two of them on SM 4; main loops 2000, 3000, 4000 cycles
+  const ToolRun r = run_timeline_script(
+      "TL 80 blk 0 0 0 sm 3 gt 1000 5000 cyc 100 1000 3000 3100 3500\n"
+      "TL 80 blk 1 0 0 sm 4 gt 1200 6000 cyc 100 1000 4000 4100 4600\n"
+      "TL 80 blk 2 0 0 sm 4 gt 1400 7000 cyc 100 1000 5000 5100 5400\n",
+      dir, "--blocks ");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 blocks on 2 SMs; SMs by blocks they ran: 1: 1, 2: 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("min   1.00 p10   1.00 med   1.50 p90   1.50 max   2.00"), std::string::npos) << r.out;  // loops
+  EXPECT_NE(r.out.find("exit after the first entry    min   4.00"), std::string::npos) << r.out;  // 5000 - 1000 ns
+  EXPECT_NE(r.out.find("main loop on SMs that ran 2 block(s): median 1.75 us (2 blocks)"), std::string::npos) << r.out;
 }
 
 TEST(TimelineScript, SaysSoWhenNoKernelPrintedATimeline) {

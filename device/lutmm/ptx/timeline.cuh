@@ -4,7 +4,8 @@
 // kernels' SASS is unchanged.
 //
 // Thread 0 of the first and of the last block of the grid (in launch order: (0,0,0) and the last split of
-// the last tile) reads the SM clock at each mark and prints one line when the block ends:
+// the last tile; with -DLUTMM_TIMELINE=2 of every block, for one launch such as `lutmm verify`'s) reads the SM
+// clock at each mark and prints one line when the block ends:
 //   TL <kernel tag> blk <x> <y> <z> sm <id> gt <globaltimer at entry> <at exit> cyc <mark1 - mark0> ...
 // globaltimer is in ns, shared by all SMs (consecutive launches' gaps); the clock deltas are in SM cycles.
 // scripts/timeline.py summarises a run's lines.
@@ -29,7 +30,7 @@ struct Timeline {
   LUTMM_DEVICE Timeline() {
     const bool first = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
     const bool last = blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1 && blockIdx.z == gridDim.z - 1;
-    on = threadIdx.x == 0 && (first || last);
+    on = threadIdx.x == 0 && (LUTMM_TIMELINE >= 2 || first || last);
     for (int i = 0; i < kMarks; ++i) clock[i] = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(entry_ns));
     clock[0] = clock64();
