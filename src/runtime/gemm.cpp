@@ -411,7 +411,6 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   plan.kernel = ready_kernel(p, c, dev);
   const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
   const bool clusters = plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1;
-  plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);
   if (spread_pays(c, p, plan.splits, clusters)) {
     ReadyKernel spread = ready_kernel(p, c, dev, /*split_spread=*/true);
     if (one_wave(dev, c, spread, blocks)) {
@@ -419,6 +418,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
       plan.split_spread = true;
     }
   }
+  plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);  // (the kernel launched)
   return plan;
 }
 
