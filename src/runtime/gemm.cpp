@@ -355,7 +355,11 @@ bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Proble
 // 5-10% (1x8192x8192 12.7 -> 13.7 with every split GEMM spread). So: 64-row tiles whose slots add up to >= 64
 // KB (LUTMM_SPLIT_SPREAD_BYTES). LUTMM_SPLIT_SPREAD=0 turns it off.
 bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters) {
-  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD");
+  // (an MPS client limited to part of the SMs may not hold every block the SM count promises)
+  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD") && [] {
+    const char* mps = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    return mps == nullptr || std::string_view(mps).empty() || std::atof(mps) >= 100.0;
+  }();
   static const int64_t min_bytes = [] {
     const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
     return v != nullptr ? std::atoll(v) : 65536ll;
