@@ -16,6 +16,7 @@ struct DeviceInfo {
   int smem_per_sm = 0;
   int max_threads_per_sm = 0;
   int regs_per_sm = 0;
+  bool shared_via_mps = false;      // contexts on it are MPS clients (which may get only part of the SMs)
   int arch() const { return cc_major * 10 + cc_minor; }  // 80, 86, 89, 90, 100, ...
 };
 

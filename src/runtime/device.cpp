@@ -47,6 +47,9 @@ DeviceInfo query(int device) {
   info.smem_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, device, "shared memory per multiprocessor");
   info.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor, device, "threads per multiprocessor");
   info.regs_per_sm = attribute(cudaDevAttrMaxRegistersPerMultiprocessor, device, "registers per multiprocessor");
+  int mps = 0;  // (a driver that does not know the attribute has no MPS to report)
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) cudaGetLastError();
+  info.shared_via_mps = mps != 0;
   return info;
 }
 

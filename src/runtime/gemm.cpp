@@ -353,13 +353,10 @@ bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Proble
 // 64x1280x5120 on 128 x 32 8.9 -> 9.4: the reload was one latency-bound round either way, and the waiting
 // blocks keep their SMs from the stream's next kernel), the 128-row ones 2.6% (256x8192x8192), decode tiles
 // 5-10% (1x8192x8192 12.7 -> 13.7 with every split GEMM spread). So: 64-row tiles whose slots add up to >= 64
-// KB (LUTMM_SPLIT_SPREAD_BYTES). LUTMM_SPLIT_SPREAD=0 turns it off.
+// KB (LUTMM_SPLIT_SPREAD_BYTES). Never on a GPU shared through MPS (make_plan); LUTMM_SPLIT_SPREAD=0 turns it
+// off elsewhere (green contexts that hold part of the SMs, say).
 bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters) {
-  // (an MPS client limited to part of the SMs may not hold every block the SM count promises)
-  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD") && [] {
-    const char* mps = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-    return mps == nullptr || std::string_view(mps).empty() || std::atof(mps) >= 100.0;
-  }();
+  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD");
   static const int64_t min_bytes = [] {
     const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
     return v != nullptr ? std::atoll(v) : 65536ll;
@@ -415,7 +412,8 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   plan.kernel = ready_kernel(p, c, dev);
   const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
   const bool clusters = plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1;
-  if (spread_pays(c, p, plan.splits, clusters)) {
+  // (an MPS client may get only part of the SMs: fewer resident blocks than the SM count promises)
+  if (!dev.shared_via_mps && spread_pays(c, p, plan.splits, clusters)) {
     ReadyKernel spread = ready_kernel(p, c, dev, /*split_spread=*/true);
     if (one_wave(dev, c, spread, blocks)) {
       plan.kernel = spread;

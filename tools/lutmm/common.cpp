@@ -199,9 +199,10 @@ void print_environment() {
   for (int i = 0; i < count; ++i) {
     try {
       const DeviceInfo& d = device_info(i);
-      fmt::print("GPU {}: {}, compute capability {}.{}, {} SMs, L2 {}, memory {}, shared memory per block {}\n",
+      fmt::print("GPU {}: {}, compute capability {}.{}, {} SMs, L2 {}, memory {}, shared memory per block {}{}\n",
                  i, d.name, d.cc_major, d.cc_minor, d.sm_count, format_bytes(d.l2_bytes),
-                 format_bytes(d.memory_bytes), format_bytes(d.smem_per_block_optin));
+                 format_bytes(d.memory_bytes), format_bytes(d.smem_per_block_optin),
+                 d.shared_via_mps ? ", shared through MPS" : "");
     } catch (const Error& e) {
       fmt::print("GPU {}: unavailable ({})\n", i, e.what());
     }
