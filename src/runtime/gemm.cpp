@@ -22,7 +22,7 @@
 #include "lutmm/tune.hpp"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
-#include "runtime/launch_overlap.hpp"
+#include "runtime/launch_choices.hpp"
 #include "runtime/workspace.hpp"
 
 namespace lutmm {
@@ -146,6 +146,33 @@ Problem problem_of(const WeightView& w, int64_t m, bool has_bias) {
   return p;
 }
 
+bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string_view(v) != "0";
+}
+
+// Whether the splits of each tile sum it together, each a share, once all have stored their partial tiles
+// (the SplitSpread kernel variant, epilogue/epilogue.cuh), instead of the last to arrive summing all of it.
+// Their blocks wait for each other, so only where every block of the grid is resident at once (one wave, no
+// clusters: the promise the variant relies on; one_wave checks the variant itself, whose registers may
+// differ). Measured on the H200 (docs/NOTES.md v1.15, A/B against the last-arrival sum): the 64-row tiles of
+// the M = 33..128 layers gain 1-8% (64x4096x4096 11.77 -> 10.87 us, 64x4096x14336 25.4 -> 24.1, 128x4096x4096
+// 16.8 -> 16.3): their last arrival reloads 4 x 32 KB in two rounds at its SM's L2 bandwidth, where each
+// spread block takes one round of a quarter. The 16- and 32-row tiles lose 1-7% (32x4096x14336 19.0 -> 20.3,
+// 64x1280x5120 on 128 x 32 8.9 -> 9.4: the reload was one latency-bound round either way, and the waiting
+// blocks keep their SMs from the stream's next kernel), the 128-row ones 2.6% (256x8192x8192), decode tiles
+// 5-10% (1x8192x8192 12.7 -> 13.7 with every split GEMM spread). So: 64-row tiles whose slots add up to >= 64
+// KB (LUTMM_SPLIT_SPREAD_BYTES). Never on a GPU shared through MPS (make_plan); LUTMM_SPLIT_SPREAD=0 turns it
+// off elsewhere (green contexts that hold part of the SMs, say).
+bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters) {
+  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD");
+  static const int64_t min_bytes = [] {
+    const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
+    return v != nullptr ? std::atoll(v) : 65536ll;
+  }();
+  return enabled && !clusters && splits >= 2 && c.split_k != kStreamK && c.tile_m == 64 &&
+         std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
+}
 }  // namespace
 
 SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
@@ -238,10 +265,6 @@ ConfigChoice chosen_config_with_source(const Problem& p) {
   return choice;
 }
 
-namespace {
-bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters);
-}  // namespace
-
 double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
   check_problem(p);
   int arch = arch_override;
@@ -295,10 +318,6 @@ struct Plan {
 };
 
 // A switch that is on unless the environment variable says "0" (read once per process).
-bool env_switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::string_view(v) != "0";
-}
 
 // sm_90+: each GEMM is launched as a programmatic dependent of the stream's previous kernel, so its
 // launch, block setup and the copies of its first stages' W and scales overlap that kernel's tail (the
@@ -342,28 +361,6 @@ bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Proble
          resident * static_cast<int64_t>(config_sm_shared_bytes(c, p)) > dev.smem_per_sm - 40 * 1024;
 }
 
-// Whether the splits of each tile sum it together, each a share, once all have stored their partial tiles
-// (the SplitSpread kernel variant, epilogue/epilogue.cuh), instead of the last to arrive summing all of it.
-// Their blocks wait for each other, so only where every block of the grid is resident at once (one wave, no
-// clusters: the promise the variant relies on; one_wave checks the variant itself, whose registers may
-// differ). Measured on the H200 (docs/NOTES.md v1.15, A/B against the last-arrival sum): the 64-row tiles of
-// the M = 33..128 layers gain 1-8% (64x4096x4096 11.77 -> 10.87 us, 64x4096x14336 25.4 -> 24.1, 128x4096x4096
-// 16.8 -> 16.3): their last arrival reloads 4 x 32 KB in two rounds at its SM's L2 bandwidth, where each
-// spread block takes one round of a quarter. The 16- and 32-row tiles lose 1-7% (32x4096x14336 19.0 -> 20.3,
-// 64x1280x5120 on 128 x 32 8.9 -> 9.4: the reload was one latency-bound round either way, and the waiting
-// blocks keep their SMs from the stream's next kernel), the 128-row ones 2.6% (256x8192x8192), decode tiles
-// 5-10% (1x8192x8192 12.7 -> 13.7 with every split GEMM spread). So: 64-row tiles whose slots add up to >= 64
-// KB (LUTMM_SPLIT_SPREAD_BYTES). Never on a GPU shared through MPS (make_plan); LUTMM_SPLIT_SPREAD=0 turns it
-// off elsewhere (green contexts that hold part of the SMs, say).
-bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters) {
-  static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD");
-  static const int64_t min_bytes = [] {
-    const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
-    return v != nullptr ? std::atoll(v) : 65536ll;
-  }();
-  return enabled && !clusters && splits >= 2 && c.split_k != kStreamK && c.tile_m == 64 &&
-         std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
-}
 bool one_wave(const DeviceInfo& dev, const KernelConfig& c, const ReadyKernel& kernel, int64_t blocks) {
   const int resident = kernel.kernel->max_active_blocks_per_sm(c.threads(), kernel.shared_bytes);
   return dev.sm_count > 0 && resident > 0 && blocks <= static_cast<int64_t>(resident) * dev.sm_count;
@@ -426,7 +423,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
 
 }  // namespace
 
-LaunchOverlap launch_overlap(const Problem& p, const KernelConfig& c) {
+LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   check_problem(p);
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");

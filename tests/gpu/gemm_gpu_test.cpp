@@ -7,7 +7,7 @@
 
 #include "lutmm/lutmm.hpp"
 #include "runtime/kernel_shapes.hpp"
-#include "runtime/launch_overlap.hpp"
+#include "runtime/launch_choices.hpp"
 #include "verify.hpp"
 
 namespace lutmm {
@@ -243,7 +243,7 @@ TEST(GemmGpu, EarlyDependentLaunchesKeepChainedLayersCorrect) {
   for (int i = 0; i < chain.layers(); ++i) {
     const Problem p = chain.problem_of(i);
     options[i].config = configs[i] ? KernelConfig::parse(configs[i]) : chosen_config(p);
-    const LaunchOverlap overlap = launch_overlap(p, *options[i].config);
+    const LaunchChoices overlap = launch_choices(p, *options[i].config);
     EXPECT_TRUE(overlap.overlap_previous) << "layer " << i;
     early += overlap.dependents_early ? 1 : 0;
   }
@@ -384,7 +384,7 @@ TEST(GemmGpu, SpreadSplitKMatchesReferenceAndIsDeterministic) {
   const ForcedCase last_arrival{1, 4096, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256"};
   auto spreads = [](const ForcedCase& c) {
     const auto& [m, n, k, bits, group, name] = c;
-    return launch_overlap(problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16),
+    return launch_choices(problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16),
                           KernelConfig::parse(name))
         .split_spread;
   };
