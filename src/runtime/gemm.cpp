@@ -406,10 +406,11 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
       plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
   }
   plan.workspace_need = split_k_workspace(c, p, dev);
-  plan.kernel = ready_kernel(p, c, dev);
   const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
   const bool clusters = plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1;
-  // (an MPS client may get only part of the SMs: fewer resident blocks than the SM count promises)
+  // The spread variant where it pays and the grid is one wave of it, else the plain kernel (loaded only
+  // then: a first call compiles just the kernel it launches). (An MPS client may get only part of the SMs:
+  // fewer resident blocks than the SM count promises.)
   if (!dev.shared_via_mps && spread_pays(c, p, plan.splits, clusters)) {
     ReadyKernel spread = ready_kernel(p, c, dev, /*split_spread=*/true);
     if (one_wave(dev, c, spread, blocks)) {
@@ -417,6 +418,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
       plan.split_spread = true;
     }
   }
+  if (!plan.split_spread) plan.kernel = ready_kernel(p, c, dev);
   plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);  // (the kernel launched)
   return plan;
 }
