@@ -92,11 +92,18 @@ struct WeightSet {
   DeviceBuffer lutmm_slab;
   std::vector<WeightView> views;
   CopyCount lutmm_copies;
+  size_t lutmm_stride = 0;
+  size_t read_bytes = 0;  // a slab slot's packed words and scales (with the padding between), a multiple of 16
   DeviceBuffer dense_slab;
   size_t dense_stride = 0;
   CopyCount dense_copies;
 
   const void* dense(int i) const { return dense_slab.as<char>() + static_cast<size_t>(i) * dense_stride; }
+  // What the plain read of call i reads: the slab's copies in turn (copy 0 lives elsewhere, its scales apart
+  // from its codes; copies >= 2, so the slab holds at least one).
+  const void* read_span(int i) const {
+    return lutmm_slab.as<char>() + lutmm_stride * static_cast<size_t>(i % (lutmm_copies.copies - 1));
+  }
 };
 
 std::unique_ptr<WeightSet> make_weight_set(int64_t n, int64_t k, int bits, int group, DType dtype, int64_t l2_bytes,
@@ -116,6 +123,8 @@ std::unique_ptr<WeightSet> make_weight_set(int64_t n, int64_t k, int bits, int g
   const size_t table_at = scales_at + align_up(scale_bytes, kSlotAlign);
   const size_t lutmm_stride = table_at + align_up(table_bytes, kSlotAlign);
   set->lutmm_copies = rotation_copies(static_cast<int64_t>(lutmm_stride), l2_bytes);
+  set->lutmm_stride = lutmm_stride;
+  set->read_bytes = align_up(scales_at + scale_bytes, 16);
   const size_t dense_bytes = static_cast<size_t>(n * k) * sizeof(uint16_t);
   set->dense_stride = align_up(dense_bytes, kSlotAlign);
   set->dense_copies = rotation_copies(static_cast<int64_t>(set->dense_stride), l2_bytes);
@@ -262,6 +271,14 @@ BenchRow bench_shape(const Shape& shape, const Context& ctx) {
   });
   row.lutmm_us = ms_to_us(median_event_ms(s, o.replays, [&] { lutmm_graph.launch(s); })) / row.lutmm_calls;
   row.cublas_us = ms_to_us(median_event_ms(s, o.replays, [&] { dense_graph.launch(s); })) / row.dense_calls;
+  {  // the plain read of the same bytes, as many launches a graph
+    DeviceBuffer sink(kReadSinkWords * sizeof(uint32_t));
+    LUTMM_CUDA(cudaMemsetAsync(sink.get(), 0, sink.bytes(), s));
+    const CudaGraph read_graph = CudaGraph::capture(s, [&](cudaStream_t) {
+      for (int i = 0; i < row.lutmm_calls; ++i) read_reduce(w.read_span(i), static_cast<int64_t>(w.read_bytes), sink.as<uint32_t>(), s);
+    });
+    row.read_us = ms_to_us(median_event_ms(s, o.replays, [&] { read_graph.launch(s); })) / row.lutmm_calls;
+  }
 
   // Host overhead: enqueue-only time of one call, the kernel already loaded, no synchronisation inside the
   // loop. Few enough calls that the launch queue never fills (a full queue would time the GPU instead).
@@ -285,8 +302,9 @@ void print_table(const std::vector<BenchRow>& rows, const BenchOptions& o) {
   size_t config_width = 6;
   for (const BenchRow& r : rows) config_width = std::max(config_width, r.config.size());
   const int cw = static_cast<int>(config_width);
-  fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}} {:<9}  {:>9} {:>9} {:>8} {:>6} {:>8} {:>7}\n", "M", "N", "K", "G",
-             "config", cw, "source", "lutmm us", "cuBLAS us", "speedup", "TB/s", "TFLOP/s", "%floor");
+  fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}} {:<9}  {:>9} {:>9} {:>8} {:>6} {:>8} {:>7} {:>8} {:>6}\n", "M", "N", "K",
+             "G", "config", cw, "source", "lutmm us", "cuBLAS us", "speedup", "TB/s", "TFLOP/s", "%floor", "read us",
+             "%read");
   bool any_changed_group = false;
   for (const BenchRow& r : rows) {
     const std::string g = group_cell(r, o.group);
@@ -294,8 +312,8 @@ void print_table(const std::vector<BenchRow>& rows, const BenchOptions& o) {
     fmt::print("{:>6} {:>6} {:>6} {:>5}  {:<{}} {:<9}", r.shape.m, r.shape.n, r.shape.k, g, r.config, cw,
                r.config_source);
     if (r.timed()) {
-      fmt::print("  {:>9.2f} {:>9.2f} {:>7.2f}x {:>6.2f} {:>8.1f} {:>7.1f}", r.lutmm_us, r.cublas_us, r.speedup(),
-                 r.tbps(), r.tflops(), r.pct_floor());
+      fmt::print("  {:>9.2f} {:>9.2f} {:>7.2f}x {:>6.2f} {:>8.1f} {:>7.1f} {:>8.2f} {:>6.1f}", r.lutmm_us, r.cublas_us,
+                 r.speedup(), r.tbps(), r.tflops(), r.pct_floor(), r.read_us, r.pct_read());
     }
     if (r.status != "ok") fmt::print("  {}", r.status);
     if (r.timed() && !r.l2_cold) fmt::print("  (L2-warm: copies capped at {})", kMaxCopies);
@@ -446,7 +464,7 @@ Ceilings measure_ceilings() {
   {
     require_free_memory(static_cast<size_t>(kBandwidthBytes), "the 2 GiB bandwidth probe");
     DeviceBuffer data(static_cast<size_t>(kBandwidthBytes));
-    DeviceBuffer sink(sizeof(uint32_t));
+    DeviceBuffer sink(kReadSinkWords * sizeof(uint32_t));
     fill_random(data.get(), kBandwidthBytes / 2, DType::bf16, kSeed, s);
     LUTMM_CUDA(cudaMemsetAsync(sink.get(), 0, sink.bytes(), s));
     const double ms = median_event_ms(s, kCeilingRuns,

@@ -38,8 +38,9 @@ lutmm_bench_fill16(unsigned short* out, long long count, unsigned long long seed
 )cuda";
 
 // Each thread keeps four independent 16-byte loads in flight per iteration (ld.global.nc: read-only path,
-// the data is never written during the kernel); a warp xor-reduces and one lane folds it into *sink, so
-// the result depends on every byte and the compiler cannot drop a load.
+// the data is never written during the kernel); a warp xor-reduces and one lane folds it into the sink word
+// of its block (blockIdx.x mod 1024: a thousand blocks folding into one word serialised at the end of a
+// short read), so the result depends on every byte and the compiler cannot drop a load.
 constexpr const char* kReadSource = R"cuda(
 __device__ __forceinline__ unsigned lutmm_load_xor(const void* p) {
   unsigned a, b, c, d;
@@ -61,7 +62,7 @@ lutmm_bench_read(const char* data, long long count16, unsigned* sink) {
   }
   for (; i < count16; i += stride) acc ^= lutmm_load_xor(data + 16 * i);
   for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
-  if ((threadIdx.x & 31) == 0) atomicXor(sink, acc);
+  if ((threadIdx.x & 31) == 0) atomicXor(sink + (blockIdx.x & 1023u), acc);
 }
 )cuda";
 
@@ -129,7 +130,7 @@ void read_reduce(const void* data, int64_t bytes, uint32_t* sink, cudaStream_t s
   if (data == nullptr || reinterpret_cast<uintptr_t>(data) % 16 != 0) {
     throw_argument_error("data", "a 16-byte aligned device pointer", data == nullptr ? "null" : "a misaligned one");
   }
-  if (sink == nullptr) throw_argument_error("sink", "a device pointer to one 32-bit word", "null");
+  if (sink == nullptr) throw_argument_error("sink", "a device pointer to kReadSinkWords 32-bit words", "null");
   const auto read = kernel(read_kernel_source());
   const char* in = static_cast<const char*>(data);
   long long count16 = bytes / 16;

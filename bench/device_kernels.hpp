@@ -14,7 +14,9 @@ namespace lutmm::bench {
 void fill_random(void* data, int64_t count, DType dtype, uint64_t seed, cudaStream_t stream);
 
 // Reads `bytes` (a multiple of 16, 16-byte aligned) with 16-byte loads in a grid-stride loop and
-// xor-reduces them into *sink (one 32-bit word), so no load can be dropped. Enqueued on stream.
+// xor-reduces them into sink[0 .. kReadSinkWords) (the xor of those words is the xor of every word read), so
+// no load can be dropped. Enqueued on stream.
+constexpr int kReadSinkWords = 1024;
 void read_reduce(const void* data, int64_t bytes, uint32_t* sink, cudaStream_t stream);
 
 // Host time of one launch of an empty kernel through the same JIT launch path lutmm::gemm uses

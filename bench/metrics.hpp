@@ -62,6 +62,9 @@ struct BenchRow {
   std::string config_source;      // where the config came from: forced, database, tuned or heuristic
   std::string status = "ok";
   double lutmm_us = 0, cublas_us = 0;
+  // A plain read of the same weight bytes (packed codes and scales) with the same rotation, in a graph of as many
+  // launches: what moving those bytes costs on this GPU at this size, launches and ramp included (0: not timed).
+  double read_us = 0;
   double host_us = 0;             // host time of one lutmm::gemm call (enqueue only)
   double compile_ms = 0;          // JIT compile of the kernel; 0 when it came from the cache
   double rel_err_vs_cublas = 0;   // ||lutmm - cuBLAS||_F / ||cuBLAS||_F on the same (rounded) weights
@@ -76,6 +79,7 @@ struct BenchRow {
   double tbps() const { return static_cast<double>(bytes) / (lutmm_us * 1e-6) / 1e12; }
   double tflops() const { return flops / (lutmm_us * 1e-6) / 1e12; }
   double pct_floor() const { return 100.0 * floor_us / lutmm_us; }
+  double pct_read() const { return 100.0 * read_us / lutmm_us; }  // of the plain read's speed
 };
 
 // Writes every row (one per shape, every column, numbers empty where not timed) to `path`, through a

@@ -162,6 +162,7 @@ TEST(Csv, WritesEveryColumnForTimedAndSkippedRows) {
   timed.config = "sm80_n64_m16_k128_s4_w4x1_sk2_lutsmem";
   timed.lutmm_us = 10.0;
   timed.cublas_us = 12.0;
+  timed.read_us = 8.0;
   timed.bytes = traffic(300, 1152, 4096, 4, 128).total();
   timed.flops = gemm_flops(300, 1152, 4096);
   timed.floor_us = 3.77;
@@ -212,6 +213,10 @@ TEST(Csv, WritesEveryColumnForTimedAndSkippedRows) {
   EXPECT_EQ(col(a, "compile_ms"), "1234.5");
   EXPECT_EQ(col(a, "hbm_read_tbps"), "4.26");
   EXPECT_EQ(col(a, "dense_bf16_tflops"), "751");
+  EXPECT_EQ(col(a, "read_us"), "8.00");
+  EXPECT_EQ(col(a, "pct_read"), "80");
+  EXPECT_EQ(col(b, "read_us"), "");
+  EXPECT_EQ(col(b, "pct_read"), "");
   EXPECT_EQ(col(b, "status"), skipped.status);
   EXPECT_EQ(col(b, "group"), "40");
   EXPECT_EQ(col(b, "lutmm_us"), "");

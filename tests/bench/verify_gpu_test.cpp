@@ -109,12 +109,14 @@ TEST(BenchKernelsGpu, ReadReduceXorsEveryWord) {
     host[i] = static_cast<uint32_t>(i * 2654435761u) ^ 0x5bd1e995u;
     expected ^= host[i];
   }
-  DeviceBuffer data(kBytes), sink(sizeof(uint32_t));
+  DeviceBuffer data(kBytes), sink(kReadSinkWords * sizeof(uint32_t));
   copy_to_device(data.get(), host.data(), kBytes);
-  check_cuda(cudaMemset(sink.get(), 0, sizeof(uint32_t)), "cudaMemset");
+  check_cuda(cudaMemset(sink.get(), 0, sink.bytes()), "cudaMemset");
   read_reduce(data.get(), kBytes, sink.as<uint32_t>(), nullptr);
+  std::vector<uint32_t> words(kReadSinkWords);
+  copy_to_host(words.data(), sink.get(), sink.bytes());
   uint32_t got = 0;
-  copy_to_host(&got, sink.get(), sizeof(got));
+  for (uint32_t w : words) got ^= w;
   EXPECT_EQ(got, expected);
 }
 
