@@ -14,6 +14,9 @@
 // slot the same number of units. The run streams through the stages without a break at tile boundaries
 // (unit g of the run sits in stage g % kStages; each copy aims at its own tile), and a finished tile's
 // epilogue stages its accumulators in the stage of its last unit, the one stage no copy is landing in.
+// The work queue (K::kQueue, decode) runs the same way, its items being chunks taken from a counter while the
+// block runs (scheduler/work_queue.cuh): the copy cursor, on reaching the end of a chunk, goes on with the next
+// chunk the block took, so the stream of W never stops between chunks either.
 //
 // Where the group scale is applied depends on how many MMAs share one dequantized fragment:
 //  * few (kFragsM <= 2, decode and small batches): the unscaled table values go into the MMA, each group's
@@ -30,6 +33,7 @@
 #include "lutmm/ptx/timeline.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
+#include "lutmm/scheduler/work_queue.cuh"
 
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
@@ -59,18 +63,52 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const int g = lane >> 2;
   // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
   scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
+  const scheduler::WorkQueue queue(p);
   scheduler::TileWork work;
-  if (!scheduler::first_work<K>(p, stream, work)) return;
+  if constexpr (K::kQueue) {
+    queue.work_of<K::kTileN, K::kTileM>(blockIdx.x, work);  // (true: the grid never exceeds the chunks)
+  } else {
+    if (!scheduler::first_work<K>(p, stream, work)) return;
+  }
   int num_kt = work.kt_end - work.kt_begin;
   // Stream-K: the next unit of the run to copy (its tile, k tile and stage, and how many are left), counted
   // along instead of divided out (a 64-bit division per k tile made the decode loop ~6% slower), and the stage of
-  // the unit being multiplied.
+  // the unit being multiplied. The work queue: units left in the current chunk, and the chunk's place s in the
+  // block's sequence (tile -1: the queue is empty).
   struct UnitCursor {
     int tile, kt, stage, left;
+    uint32_t seq;
   };
   UnitCursor copy_next{work.tile_id, work.kt_begin, 0,
-                       K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units)) : 0};
+                       K::kQueue     ? num_kt
+                       : K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units))
+                                     : 0,
+                       0u};
   int compute_stage = 0;
+  // The work queue: the block's chunk ids, handed from thread 0 to every thread through the mailbox. Thread 0
+  // takes chunk s + 2 when the copies reach chunk s and leaves it in the mailbox when they reach chunk s + 1,
+  // so the counter's round trip has a whole chunk to come back in; `queued` is the chunk the copies went on
+  // with, the MMAs' next item (the copies run at most one chunk ahead: chunks are >= kStages - 1 k tiles).
+  uint32_t* const mailbox = scheduler::queue_mailbox<K::kQueue>();
+  uint32_t pending = 0, queued = 0;
+  auto next_chunk = [&](UnitCursor& c) {
+    if (c.tile < 0) return;
+    ++c.seq;
+    const uint32_t id = mailbox[c.seq & 1];
+    queued = id;
+    scheduler::TileWork w;
+    if (!queue.work_of<K::kTileN, K::kTileM>(id, w)) {
+      c.tile = -1;
+      return;
+    }
+    c.tile = w.tile_id;
+    c.kt = w.kt_begin;
+    c.left = w.kt_end - w.kt_begin;
+    if (tid == 0) {
+      mailbox[(c.seq + 1) & 1] = pending;
+      pending = queue.take(p);
+    }
+  };
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
@@ -86,6 +124,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // steps c to the next unit.
   enum class Part { weights, x, all };
   auto copy_unit = [&](UnitCursor& c, Part part) {
+    if constexpr (K::kQueue) {
+      if (c.left == 0) next_chunk(c);  // (when its first unit is due: the prologue never needs a second chunk)
+    }
     if (c.left <= 0) return;
     auto go = [&](const pipeline::StageLoader<K>& l) {
       if (part != Part::x) l.load_weights(smem, c.stage, c.kt);
@@ -119,6 +160,11 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);
+  // The work queue: the block's chunks 1 and 2 (its counter is the previous launch's until the wait).
+  uint32_t taken = 0;
+  if constexpr (K::kQueue) {
+    if (tid == 0) taken = queue.take(p, 2u);
+  }
   // Prologue: x of the first kStages - 1 stages. One commit per stage, even when empty, keeps the wait count
   // exact (the first group also holds the weight copies above).
 #pragma unroll
@@ -133,6 +179,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+  if constexpr (K::kQueue) {  // (the main loop's first barrier publishes chunk 1's id)
+    if (tid == 0) {
+      mailbox[1] = taken;
+      pending = taken + 1;
+    }
+  }
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 
@@ -331,7 +383,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     __syncthreads();
   }
   timeline.mark(4);
-  if constexpr (K::kStreamK) {  // (never clusters)
+  if constexpr (K::kQueue) {
+    epilogue::arrive_chunk<K>(p, tile, work, tid);
+  } else if constexpr (K::kStreamK) {  // (never clusters)
     epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
   } else if (p.cluster_splits) {
     epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
@@ -342,7 +396,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if constexpr (!K::kStreamK) {
     break;
   } else {
-    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) {
+    const bool more = K::kQueue ? queue.work_of<K::kTileN, K::kTileM>(queued, work)
+                                : stream.next_work<K::kTileN, K::kTileM>(p, work);
+    if (!more) {
       ptx::cp_async_wait<0>();  // (only empty groups are left)
       break;
     }
@@ -353,6 +409,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     __syncthreads();
     if constexpr (!K::kIoInHoles) loader.zero_x_tail(smem);
   }
+  }
+  if constexpr (K::kQueue) {  // the queue is empty: the tiles of several chunks are summed
+    if (tid == 0) queue.leave(p);
+    epilogue::sum_queued_tiles<K>(p, queue, tid);
   }
 }
 
