@@ -11,8 +11,8 @@
 //    us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md v1.15). A variant of its own
 //    rather than a launch parameter, because any change to the epilogue moves the register allocation of
 //    the (inlined) main loop (v1.12) and the other kernels stay as they were;
-//  * the work queue's chunks (arrive_chunk, sum_queued_tiles): every chunk stores its slot and arrives without
-//    waiting; the blocks sum the tiles once the queue is empty (scheduler/work_queue.cuh);
+//  * the work queue's chunks (store_chunk, sum_queued_tiles): every chunk stores its slot; the blocks sum the
+//    tiles once all have emptied the queue (scheduler/work_queue.cuh);
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
 //    shared-memory tiles directly, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
@@ -140,11 +140,9 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
 }
 
 // The work queue (scheduler/work_queue.cuh) at the end of a chunk: the tile of a one-chunk tile is the output;
-// otherwise its rows go to the chunk's slot, and the tile's arrival count goes up by a release after the
-// barrier that orders every thread's stores before it (nobody waits for it here: sum_queued_tiles does,
-// once the queue is empty).
+// otherwise its rows go to the chunk's slot (no barrier, fence or count: sum_queued_tiles waits for the blocks).
 template <class K>
-LUTMM_DEVICE void arrive_chunk(const GemmParams& p, const float* tile, const scheduler::TileWork& w, int tid) {
+LUTMM_DEVICE void store_chunk(const GemmParams& p, const float* tile, const scheduler::TileWork& w, int tid) {
   if (w.splits == 1) {
     store_tile<K>(p, tile, w.n0, w.m0, tid);
     return;
@@ -158,29 +156,24 @@ LUTMM_DEVICE void arrive_chunk(const GemmParams& p, const float* tile, const sch
     const float* s = tile + r * K::kEpilogueLd + c;
     __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
   }
-  __syncthreads();
-  if (tid == 0) ptx::red_add_release_gpu(p.tile_counters + w.tile_id, 1u);
 }
 
-// The work queue once it is empty: block b sums tiles b, b + G, ... (those of several chunks), each when its
-// chunks have all arrived, in chunk order, and resets the tile's count for the next launch.
+// The work queue once it is empty, every copy landed: the block counts itself finished; where tiles have
+// several chunks, once every block has, block b sums tiles b, b + G, ... in chunk order and stores them.
 template <class K>
 LUTMM_DEVICE void sum_queued_tiles(const GemmParams& p, const scheduler::WorkQueue& q, int tid) {
-  if (q.chunks_per_tile == 1) return;
   constexpr int kTileFloats = K::kTileM * K::kTileN;
+  __syncthreads();  // (every thread's slot stores before thread 0's release)
+  const bool sum = __syncthreads_or(tid == 0 && q.finish(p));  // (thread 0's acquire, then the barrier)
+  if (!sum) return;
   for (uint32_t t = blockIdx.x; t < q.tiles; t += gridDim.x) {
-    uint32_t* const arrivals = p.tile_counters + t;
-    if (tid == 0) {
-      while (ptx::load_acquire_gpu(arrivals) < q.chunks_per_tile) __nanosleep(100);
-    }
-    __syncthreads();  // (thread 0's acquire, then the barrier: every slot is visible to every thread)
     const float* slots = p.workspace + static_cast<int64_t>(t) * q.chunks_per_tile * kTileFloats;
     const int n0 = static_cast<int>(t % q.tiles_n) * K::kTileN, m0 = static_cast<int>(t / q.tiles_n) * K::kTileM;
     store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
       add_slots_in_order<K>(slots, r * K::kTileN + c, static_cast<int>(q.chunks_per_tile), v);
     });
-    if (tid == 0) *arrivals = 0u;
   }
+  if (tid == 0) q.done_summing(p);
 }
 
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it

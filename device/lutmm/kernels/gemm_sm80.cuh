@@ -384,7 +384,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   }
   timeline.mark(4);
   if constexpr (K::kQueue) {
-    epilogue::arrive_chunk<K>(p, tile, work, tid);
+    epilogue::store_chunk<K>(p, tile, work, tid);
   } else if constexpr (K::kStreamK) {  // (never clusters)
     epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
   } else if (p.cluster_splits) {
@@ -410,10 +410,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if constexpr (!K::kIoInHoles) loader.zero_x_tail(smem);
   }
   }
-  if constexpr (K::kQueue) {  // the queue is empty: the tiles of several chunks are summed
-    if (tid == 0) queue.leave(p);
-    epilogue::sum_queued_tiles<K>(p, queue, tid);
-  }
+  if constexpr (K::kQueue) epilogue::sum_queued_tiles<K>(p, queue, tid);  // (the queue is empty)
 }
 
 }  // namespace lutmm
