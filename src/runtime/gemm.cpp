@@ -177,10 +177,10 @@ bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clust
 }  // namespace
 
 SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  if (c.split_k == kWorkQueue) {  // a slot per chunk where tiles have several; the head and two block counts
+  if (c.split_k == kWorkQueue) {  // a slot per chunk where tiles have several; arrivals, the head, the leavers
     const WorkQueueShape q = work_queue_shape(c, p, dev);
     const size_t slots = q.chunks_per_tile > 1 ? static_cast<size_t>(q.tiles) * static_cast<size_t>(q.chunks_per_tile) : 0;
-    return {slots * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), 3};
+    return {slots * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), static_cast<size_t>(q.tiles) + 2};
   }
   if (c.split_k == kStreamK) {  // a slot per block that shares a tile, one counter per tile
     const StreamKShape sk = stream_k_shape(c, p, dev);

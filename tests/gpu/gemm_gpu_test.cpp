@@ -369,7 +369,7 @@ TEST(GemmGpu, Sm80StreamKMatchesReferenceAndIsDeterministic) {
 // chunks a block (1 x 8192 x 8192), N short of the tile, M short of it, 2/3/4 bits, groups 32, 64, 128 and K,
 // fp16, bias at odd M, the 8-warp tiles, one chunk a tile (K = 320: stored directly): against the reference
 // and bitwise the same run after run, interleaved with a last-arrival split-K GEMM on the same stream, whose
-// tile counters the queue's head and block counts share (each leaves them at 0 for the next).
+// tile counters the queue's arrivals, head and leavers share (each leaves them at 0 for the next).
 TEST(GemmGpu, WorkQueueMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
   const std::vector<ForcedCase> queued = {{1, 8192, 8192, 4, 128, "sm80_n128_m8_k256_s3_w4x1x2_skqueue_lutsmem256"},

@@ -82,7 +82,7 @@ TEST(WorkQueue, HostShapeAndWorkspaceMatchTheKernel) {
     EXPECT_LE(s.blocks, s.tiles * s.chunks_per_tile);
     walk(static_cast<int>(s.tiles), 1, s.k_tiles, s.chunks_per_tile, c.stages - 1);
     const SplitKWorkspace ws = split_k_workspace(c, p, dev);
-    EXPECT_EQ(ws.counters, 3u);  // the head, the blocks that finished, the blocks that summed
+    EXPECT_EQ(ws.counters, static_cast<size_t>(s.tiles) + 2);  // arrivals, the head, the leavers
     const size_t slots = s.chunks_per_tile > 1 ? static_cast<size_t>(s.tiles * s.chunks_per_tile) : 0;
     EXPECT_EQ(ws.float_bytes, slots * 128 * 8 * sizeof(float)) << p.str();
   }

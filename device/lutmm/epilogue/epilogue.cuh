@@ -11,8 +11,8 @@
 //    us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md v1.15). A variant of its own
 //    rather than a launch parameter, because any change to the epilogue moves the register allocation of
 //    the (inlined) main loop (v1.12) and the other kernels stay as they were;
-//  * the work queue's chunks (store_chunk, sum_queued_tiles): every chunk stores its slot; the blocks sum the
-//    tiles once all have emptied the queue (scheduler/work_queue.cuh);
+//  * the work queue's chunks (store_chunk, settle_arrival): every chunk stores its slot and arrives; the last
+//    arrival at a tile sums it, having looked at the count one chunk later (scheduler/work_queue.cuh);
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
 //    shared-memory tiles directly, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
@@ -23,6 +23,9 @@
 #include "lutmm/ptx/memory.cuh"
 #include "lutmm/scheduler/work_queue.cuh"
 
+#ifndef LUTMM_QROUND
+#define LUTMM_QROUND 4
+#endif
 namespace lutmm::epilogue {
 
 // add: += into the tile (the second and later warp groups of a k-split block) instead of =.
@@ -80,16 +83,16 @@ LUTMM_DEVICE void store_tile(const GemmParams& p, const float* tile, int n0, int
 
 // v[0..7] = the sum over s = 0, 1, ..., splits-1 (in that order) of slots[s x tile floats + at + 0..7]: the same
 // eight floats of every split's workspace slot, up to eight splits' loads requested before the first add.
-template <class K>
+template <class K, int kRound = 8>
 LUTMM_DEVICE void add_slots_in_order(const float* slots, int at_float, int splits, float* v) {
   constexpr int kTileFloats = K::kTileM * K::kTileN;
 #pragma unroll
   for (int j = 0; j < 8; ++j) v[j] = 0.f;
   const float* at = slots + at_float;
-  for (int s0 = 0; s0 < splits; s0 += 8) {
-    float4 a[8], b[8];
+  for (int s0 = 0; s0 < splits; s0 += kRound) {
+    float4 a[kRound], b[kRound];
 #pragma unroll
-    for (int u = 0; u < 8; ++u) {
+    for (int u = 0; u < kRound; ++u) {
       if (s0 + u < splits) {
         const float* slot = at + static_cast<int64_t>(s0 + u) * kTileFloats;
         a[u] = __ldcg(reinterpret_cast<const float4*>(slot));
@@ -97,7 +100,7 @@ LUTMM_DEVICE void add_slots_in_order(const float* slots, int at_float, int split
       }
     }
 #pragma unroll
-    for (int u = 0; u < 8; ++u) {
+    for (int u = 0; u < kRound; ++u) {
       if (s0 + u < splits) {
         v[0] += a[u].x; v[1] += a[u].y; v[2] += a[u].z; v[3] += a[u].w;
         v[4] += b[u].x; v[5] += b[u].y; v[6] += b[u].z; v[7] += b[u].w;
@@ -139,10 +142,43 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
   });
 }
 
-// The work queue (scheduler/work_queue.cuh) at the end of a chunk: the tile of a one-chunk tile is the output;
-// otherwise its rows go to the chunk's slot (no barrier, fence or count: sum_queued_tiles waits for the blocks).
+// The work queue (scheduler/work_queue.cuh): a block's arrival at a tile's count, whose answer (was it the
+// last?) is looked at one chunk later, so the count's round trip never holds the block.
+struct ChunkArrival {
+  int tile = -1;        // (every thread) the tile of the block's last arrival, -1: none to settle
+  uint32_t before = 0;  // (thread 0) the count it found
+};
+
+// Sums tile t of the queue from its C slots in chunk order, stores it and resets its count for the next launch.
+// (Not inlined: its loads in flight, inlined into the item loop, cost that loop its registers: 246 instead of
+// 167 on the 128 x 8 x 256 tile, 208 bytes of spills at the 8-warp tile's cap of 128.)
 template <class K>
-LUTMM_DEVICE void store_chunk(const GemmParams& p, const float* tile, const scheduler::TileWork& w, int tid) {
+LUTMM_DEVICE void sum_queued_tile(const GemmParams& p, const scheduler::WorkQueue& q, int t, int tid) {
+  constexpr int kTileFloats = K::kTileM * K::kTileN;
+  const float* slots = p.workspace + static_cast<int64_t>(t) * q.chunks_per_tile * kTileFloats;
+  const int n0 = (t % static_cast<int>(q.tiles_n)) * K::kTileN, m0 = (t / static_cast<int>(q.tiles_n)) * K::kTileM;
+  store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
+    add_slots_in_order<K, LUTMM_QROUND>(slots, r * K::kTileN + c, static_cast<int>(q.chunks_per_tile), v);
+  });
+  if (tid == 0) p.tile_counters[t] = 0u;
+}
+
+// Looks at the block's pending arrival: where it was the tile's last, sums the tile (every slot is visible:
+// thread 0's acquire, then the barrier). The barrier also orders the block's slot stores before whatever
+// thread 0 does next.
+template <class K>
+LUTMM_DEVICE void settle_arrival(const GemmParams& p, const scheduler::WorkQueue& q, ChunkArrival& a, int tid) {
+  const bool last = __syncthreads_or(tid == 0 && a.tile >= 0 && a.before == q.chunks_per_tile - 1);
+  if (last) sum_queued_tile<K>(p, q, a.tile, tid);
+  a.tile = -1;
+}
+
+// The end of a chunk: the tile of a one-chunk tile is the output; otherwise its rows go to the chunk's slot,
+// the previous arrival is settled, and thread 0 arrives at this tile's count (acquire-release: the slot stores
+// before it, ordered by settle_arrival's barrier; the other chunks' slots after it, for the last).
+template <class K>
+LUTMM_DEVICE void store_chunk(const GemmParams& p, const float* tile, const scheduler::TileWork& w,
+                              const scheduler::WorkQueue& q, ChunkArrival& a, int tid) {
   if (w.splits == 1) {
     store_tile<K>(p, tile, w.n0, w.m0, tid);
     return;
@@ -156,24 +192,9 @@ LUTMM_DEVICE void store_chunk(const GemmParams& p, const float* tile, const sche
     const float* s = tile + r * K::kEpilogueLd + c;
     __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
   }
-}
-
-// The work queue once it is empty, every copy landed: the block counts itself finished; where tiles have
-// several chunks, once every block has, block b sums tiles b, b + G, ... in chunk order and stores them.
-template <class K>
-LUTMM_DEVICE void sum_queued_tiles(const GemmParams& p, const scheduler::WorkQueue& q, int tid) {
-  constexpr int kTileFloats = K::kTileM * K::kTileN;
-  __syncthreads();  // (every thread's slot stores before thread 0's release)
-  const bool sum = __syncthreads_or(tid == 0 && q.finish(p));  // (thread 0's acquire, then the barrier)
-  if (!sum) return;
-  for (uint32_t t = blockIdx.x; t < q.tiles; t += gridDim.x) {
-    const float* slots = p.workspace + static_cast<int64_t>(t) * q.chunks_per_tile * kTileFloats;
-    const int n0 = static_cast<int>(t % q.tiles_n) * K::kTileN, m0 = static_cast<int>(t / q.tiles_n) * K::kTileM;
-    store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
-      add_slots_in_order<K>(slots, r * K::kTileN + c, static_cast<int>(q.chunks_per_tile), v);
-    });
-  }
-  if (tid == 0) q.done_summing(p);
+  settle_arrival<K>(p, q, a, tid);
+  if (tid == 0) a.before = ptx::atomic_add_acq_rel_gpu(p.tile_counters + w.tile_id, 1u);
+  a.tile = w.tile_id;
 }
 
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it

@@ -86,11 +86,15 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
                        0u};
   int compute_stage = 0;
   // The work queue: the block's chunk ids, handed from thread 0 to every thread through the mailbox. Thread 0
-  // takes chunk s + 2 when the copies reach chunk s and leaves it in the mailbox when they reach chunk s + 1,
-  // so the counter's round trip has a whole chunk to come back in; `queued` is the chunk the copies went on
-  // with, the MMAs' next item (the copies run at most one chunk ahead: chunks are >= kStages - 1 k tiles).
+  // takes the next chunk when the copies take the last unit of the current one (kStages - 1 units before the
+  // MMAs run out of work: taking earlier let the first blocks hoard chunks, 1 x 8192 x 8192 19 us against 12.8,
+  // docs/NOTES.md v1.16) and leaves it in the mailbox at the end of that k tile's MMAs, before the barrier
+  // after which the copies read it: the counter's round trip hides under one k tile. `queued` is the chunk the
+  // copies went on with, the MMAs' next item (the copies run at most one chunk ahead: chunks are >= kStages - 1
+  // k tiles).
   uint32_t* const mailbox = scheduler::queue_mailbox<K::kQueue>();
-  uint32_t pending = 0, queued = 0;
+  uint32_t taken = 0, queued = 0;
+  bool has_taken = false;
   auto next_chunk = [&](UnitCursor& c) {
     if (c.tile < 0) return;
     ++c.seq;
@@ -104,11 +108,14 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     c.tile = w.tile_id;
     c.kt = w.kt_begin;
     c.left = w.kt_end - w.kt_begin;
-    if (tid == 0) {
-      mailbox[(c.seq + 1) & 1] = pending;
-      pending = queue.take(p);
+  };
+  auto post_taken = [&] {  // (thread 0)
+    if (K::kQueue && has_taken) {
+      mailbox[(copy_next.seq + 1) & 1] = taken;
+      has_taken = false;
     }
   };
+  epilogue::ChunkArrival arrival;  // (the work queue: the deferred last-arrival sums of scheduler/work_queue.cuh)
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
@@ -143,6 +150,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
     if (++c.stage == K::kStages) c.stage = 0;
     --c.left;
+    if constexpr (K::kQueue) {  // (x and W: after the dependency wait; the counter is the previous launch's before)
+      if (part != Part::weights && c.left == 0 && tid == 0) {
+        taken = queue.take(p);
+        has_taken = true;
+      }
+    }
   };
   const UnitCursor run_start = copy_next;
 #pragma unroll
@@ -160,11 +173,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);
-  // The work queue: the block's chunks 1 and 2 (its counter is the previous launch's until the wait).
-  uint32_t taken = 0;
-  if constexpr (K::kQueue) {
-    if (tid == 0) taken = queue.take(p, 2u);
-  }
+
   // Prologue: x of the first kStages - 1 stages. One commit per stage, even when empty, keeps the wait count
   // exact (the first group also holds the weight copies above).
 #pragma unroll
@@ -179,12 +188,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
-  if constexpr (K::kQueue) {  // (the main loop's first barrier publishes chunk 1's id)
-    if (tid == 0) {
-      mailbox[1] = taken;
-      pending = taken + 1;
-    }
-  }
+  if (tid == 0) post_taken();  // (the work queue: the main loop's first barrier publishes it)
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 
@@ -265,6 +269,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   for (int it = 0; it < num_kt; ++it) {
     ptx::cp_async_wait<K::kStages - 2>();
+    if constexpr (K::kQueue) {
+      if (tid == 0) post_taken();
+    }
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
     if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;
@@ -384,7 +391,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   }
   timeline.mark(4);
   if constexpr (K::kQueue) {
-    epilogue::store_chunk<K>(p, tile, work, tid);
+    epilogue::store_chunk<K>(p, tile, work, queue, arrival, tid);
   } else if constexpr (K::kStreamK) {  // (never clusters)
     epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
   } else if (p.cluster_splits) {
@@ -410,7 +417,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if constexpr (!K::kIoInHoles) loader.zero_x_tail(smem);
   }
   }
-  if constexpr (K::kQueue) epilogue::sum_queued_tiles<K>(p, queue, tid);  // (the queue is empty)
+  if constexpr (K::kQueue) {  // the queue is empty: the last chunk's arrival, and the block leaves
+    epilogue::settle_arrival<K>(p, queue, arrival, tid);
+    if (tid == 0) queue.leave(p);
+  }
 }
 
 }  // namespace lutmm

@@ -11,17 +11,13 @@
 // ahead of the MMAs, is never more than one chunk ahead. Block b's first chunk is chunk b (known before the
 // dependency wait: its first stages are copied early); the counter hands out chunks G, G + 1, ... (G blocks).
 //
-// Each chunk's partial tile goes to its own workspace slot [tile][c] (a tile of one chunk is the output), and
-// nothing else happens at a chunk's end: an arrival count per tile cost every chunk a release, whose fence
-// waited for the block's copies in flight (1 x 8192 x 8192: 12.8 -> 19.0 us at four chunks a block,
-// docs/NOTES.md v1.16). Once the queue is empty and its copies have landed, a block counts itself finished
-// (one release); when all G have, block b sums tiles b, b + G, ... in chunk order 0 .. C-1 (the same sum every
-// run, whichever block computed which chunk) and stores them. The blocks wait for each other, so the runtime
-// launches the queue only where the whole grid is resident at once (the spread split-K's promise,
-// runtime/gemm.cpp).
+// Each chunk's partial tile goes to its own workspace slot [tile][c] (a tile of one chunk is the output), and the
+// block arrives at the tile's count without waiting for the answer: it looks at it at its next chunk's end (or
+// its own end), and the last arrival adds the tile's slots in chunk order 0 .. C-1 (the same sum every run,
+// whichever block computed which chunk), stores the tile and resets the count. No block waits for another.
 //
-// Counters (p.tile_counters): [0] the queue's head, [1] the blocks that finished their chunks, [2] the blocks
-// that finished summing; the last of those resets all three (the next launch finds zeros).
+// Counters (p.tile_counters): [0, tiles) the arrival counts, [tiles] the queue's head, [tiles + 1] the blocks
+// that took their last chunk; the last of those resets both (the next launch finds zeros).
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -65,32 +61,17 @@ struct WorkQueue {
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
   // The next chunk from the counter (one thread of the block takes it; the ids grow: a block that got one
   // past the end gets none later).
-  LUTMM_DEVICE uint32_t take(const GemmParams& p, uint32_t count = 1) const {
-    return ptx::atomic_add_relaxed_gpu(p.tile_counters, count) + gridDim.x;
+  LUTMM_DEVICE uint32_t take(const GemmParams& p) const {
+    return ptx::atomic_add_relaxed_gpu(p.tile_counters + tiles, 1u) + gridDim.x;
   }
-  // One thread, once its block's chunks are stored (after a barrier): counts the block finished and, where tiles
-  // have several chunks, waits until all G blocks have (their slots are then visible to this thread, and to the
-  // block after a barrier). Returns whether this block must call done_summing after its sums.
-  LUTMM_DEVICE bool finish(const GemmParams& p) const {
-    uint32_t* const finished = p.tile_counters + 1;
-    const uint32_t before = ptx::atomic_add_acq_rel_gpu(finished, 1u);
-    if (chunks_per_tile == 1) {  // nothing to sum: the last resets the head and this count
-      if (before == gridDim.x - 1) {
-        p.tile_counters[0] = 0u;
-        *finished = 0u;
-      }
-      return false;
-    }
-    while (ptx::load_acquire_gpu(finished) < gridDim.x) __nanosleep(32);
-    return true;
-  }
-  // One thread, after its block's sums: the last block to get here resets the three counters (every block has
-  // seen `finished` reach G, and taken its last chunk, before).
-  LUTMM_DEVICE void done_summing(const GemmParams& p) const {
-    if (ptx::atomic_add_acq_rel_gpu(p.tile_counters + 2, 1u) == gridDim.x - 1) {
-      p.tile_counters[0] = 0u;
-      p.tile_counters[1] = 0u;
-      p.tile_counters[2] = 0u;
+  // The block's last take is done (one thread, after it): the last block to get here resets the head and
+  // this count. Its release orders the block's takes before it; the last one's acquire puts every block's
+  // takes before the reset.
+  LUTMM_DEVICE void leave(const GemmParams& p) const {
+    uint32_t* const left = p.tile_counters + tiles + 1;
+    if (ptx::atomic_add_acq_rel_gpu(left, 1u) == gridDim.x - 1) {
+      p.tile_counters[tiles] = 0u;
+      *left = 0u;
     }
   }
 #endif
@@ -99,7 +80,8 @@ struct WorkQueue {
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 // Where thread 0 leaves the ids it took for the rest of the block: two words of static shared memory, in the
 // kernels that use the queue only (kUsed; nothing elsewhere: static shared memory can cost a block its place).
-// The id of the block's chunk s sits in word s % 2 from one barrier before its first copy until one after.
+// The id of the block's chunk s sits in word s % 2 from one barrier before its first copy until the next
+// take, a chunk later.
 template <bool kUsed>
 LUTMM_DEVICE uint32_t* queue_mailbox() {
   if constexpr (kUsed) {
