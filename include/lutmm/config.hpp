@@ -49,10 +49,6 @@ inline int lut_row_bytes(LutPlacement lut) {
 // KernelConfig::split_k for Stream-K: one wave of blocks (SMs x blocks per SM, read at run time) divide the
 // (output tile, k tile) units evenly; blocks that share a tile add their partial tiles in a fixed order.
 constexpr int kStreamK = -1;
-// KernelConfig::split_k for the work queue (sm80 family, decode): one wave of blocks that stay resident and take
-// chunks of the (output tile, K range) work from a counter while they run, so faster blocks take more; the
-// chunks of a tile are added in a fixed order once all are done (name: _skqueue).
-constexpr int kWorkQueue = -2;
 
 struct KernelConfig {
   int family = 80;
@@ -63,7 +59,7 @@ struct KernelConfig {
   int warps_n = 4;
   int warps_m = 1;
   int warps_k = 1;  // warp groups splitting each k tile (name: w{n}x{m}x{k}, the x{k} only when > 1)
-  int split_k = 0;  // 0 = automatic, kStreamK = Stream-K, kWorkQueue = the work queue
+  int split_k = 0;  // 0 = automatic, kStreamK = Stream-K
   LutPlacement lut = LutPlacement::shared;
   bool w_in_registers = false;
   int min_blocks = 1;  // _occN: blocks per SM the kernel is compiled to fit
@@ -116,15 +112,5 @@ struct StreamKShape {
   bool schedule_fits = true;  // the kernel's 32-bit schedule arithmetic holds ((units + 1) x blocks < 2^32)
 };
 StreamKShape stream_k_shape(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
-// The grid of a work-queue config: blocks (one wave, at most the chunks), output tiles, k tiles per tile and
-// chunks per tile (each chunk >= stages - 1 k tiles; LUTMM_QUEUE_CHUNK_K_TILES=n asks for chunks of about n).
-struct WorkQueueShape {
-  int blocks = 0;
-  int64_t tiles = 0;
-  int k_tiles = 0;
-  int chunks_per_tile = 0;
-  bool fits = true;  // the kernel's 32-bit queue arithmetic holds (scheduler::WorkQueue::queue_fits)
-};
-WorkQueueShape work_queue_shape(const KernelConfig& cfg, const Problem& p, const DeviceInfo& dev);
 
 }  // namespace lutmm

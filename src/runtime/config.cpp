@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,7 +14,6 @@
 #include "lutmm/kernels/gemm_sm90_config.cuh"
 #include "lutmm/pack.hpp"
 #include "lutmm/scheduler/stream_k.cuh"
-#include "lutmm/scheduler/work_queue.cuh"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
 
@@ -24,10 +22,7 @@ namespace lutmm {
 std::string KernelConfig::name() const {
   const std::string groups_k = warps_k > 1 ? fmt::format("x{}", warps_k) : std::string();
   const std::string split =
-      split_k == 0          ? std::string("auto")
-      : split_k == kStreamK ? std::string("stream")
-      : split_k == kWorkQueue ? std::string("queue")
-                              : std::to_string(split_k);
+      split_k == 0 ? std::string("auto") : (split_k == kStreamK ? std::string("stream") : std::to_string(split_k));
   const char* table = lut == LutPlacement::shared ? "smem" : (lut == LutPlacement::shared_wide ? "smem256" : "reg");
   return fmt::format("sm{}_n{}_m{}_k{}_s{}_w{}x{}{}_sk{}_lut{}{}{}{}{}", family, tile_n, tile_m, tile_k, stages,
                      warps_n, warps_m, groups_k, split, table, w_in_registers ? "_wreg" : "",
@@ -68,8 +63,6 @@ KernelConfig KernelConfig::parse(std::string_view name) {
       c.split_k = 0;
     } else if (take(s, "stream")) {
       c.split_k = kStreamK;
-    } else if (take(s, "queue")) {
-      c.split_k = kWorkQueue;
     } else {
       ok = take_int(s, "", c.split_k) && c.split_k >= 1;
     }
@@ -118,10 +111,7 @@ int config_shared_bytes(const KernelConfig& c, const Problem& p) {
   if (c.family == 90)
     return sm90_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut)) +
            (c.x_multicast > 1 || c.warp_specialized ? 1024 : 0);
-  // (the work queue's mailbox: two words of static shared memory, scheduler::queue_mailbox, which ptxas
-  // reports as 128 bytes)
-  return sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut), c.w_in_registers) +
-         (c.split_k == kWorkQueue ? 128 : 0);
+  return sm80_shared_bytes(p.bits, group, c.tile_n, c.tile_m, c.tile_k, c.stages, lut_row_bytes(c.lut), c.w_in_registers);
 }
 
 int config_sm_shared_bytes(const KernelConfig& c, const Problem& p) { return config_shared_bytes(c, p) + 1024; }
@@ -195,28 +185,14 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
       return fmt::format("_occ{} needs {} threads on one SM, which runs {}", c.min_blocks, c.min_blocks * c.threads(),
                          dev.max_threads_per_sm);
   }
-  if (c.split_k == kWorkQueue) {  // (scheduler/work_queue.cuh)
-    if (c.family != 80) return "the work queue (skqueue) belongs to the sm80 family";
-    if (c.w_in_registers)
-      return "the work queue (skqueue) fills its pipeline through the shared-memory stages, not W in registers (_wreg)";
-    if (c.tile_n * c.tile_m >= 32768)
-      return fmt::format("the work queue's item loop runs out of registers on {} x {} tiles", c.tile_n, c.tile_m);
-    if (dev.shared_via_mps)
-      return "the work queue's blocks wait for each other: it needs the whole GPU (this one is shared through MPS)";
-    const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
-    if (k_tiles < c.stages - 1)
-      return fmt::format("the work queue's chunks are >= stages - 1 = {} k tiles, K has {}", c.stages - 1, k_tiles);
-    if (!work_queue_shape(c, p, dev).fits) return "the work queue's 32-bit arithmetic: too many chunks";
-  }
-  if ((c.split_k == kStreamK || c.split_k == kWorkQueue) && c.family == 80) {
-    // (kernels/gemm_sm80.cuh: a run of units through one pipeline)
-    const char* what = c.split_k == kStreamK ? "sm80 Stream-K" : "the work queue";
-    if (p.m > c.tile_m) return fmt::format("{} runs one tile row (M <= {}), M = {}", what, c.tile_m, p.m);
+  if (c.split_k == kStreamK && c.family == 80) {  // (kernels/gemm_sm80.cuh: a run of units through one pipeline)
+    if (p.m > c.tile_m)
+      return fmt::format("sm80 Stream-K runs one tile row (M <= {}), M = {}", c.tile_m, p.m);
     const int stage = sm80_stage_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, false,
                                        sm80_io_in_holes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k,
                                                         c.stages, lut_row_bytes(c.lut)));
     if (sm80_epilogue_bytes(c.tile_n, c.tile_m) > stage)
-      return fmt::format("{} stages the {}-byte epilogue tile in one {}-byte stage", what,
+      return fmt::format("sm80 Stream-K stages the {}-byte epilogue tile in one {}-byte stage",
                          sm80_epilogue_bytes(c.tile_n, c.tile_m), stage);
   }
   if (c.split_k == kStreamK && !stream_k_shape(c, p, dev).schedule_fits)
@@ -226,8 +202,7 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
   // (ptxas: the item loop spills on the 256 x 128 and 128 x 256 tiles, capped at 128 / 255 registers)
   if (c.split_k == kStreamK && c.tile_n * c.tile_m >= 32768)
     return fmt::format("Stream-K's item loop runs out of registers on {} x {} tiles", c.tile_n, c.tile_m);
-  if (c.split_k < 0 && c.split_k != kStreamK && c.split_k != kWorkQueue)
-    return "split_k must be >= 0 (or Stream-K, or the work queue)";
+  if (c.split_k < 0 && c.split_k != kStreamK) return "split_k must be >= 0 (or Stream-K)";
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
   if (c.split_k > k_tiles) return fmt::format("split_k {} exceeds the {} k tiles", c.split_k, k_tiles);
   return {};
@@ -253,7 +228,7 @@ int resident_blocks_per_sm(const KernelConfig& c, const Problem& p, const Device
 int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const int k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
-  if (c.split_k == kStreamK || c.split_k == kWorkQueue) return c.split_k;
+  if (c.split_k == kStreamK) return kStreamK;
   int splits = c.split_k;
   if (splits == 0) {
     // Measured on the H200 (docs/NOTES.md, "The heuristic against the tuner"):
@@ -320,29 +295,6 @@ StreamKShape stream_k_shape(const KernelConfig& c, const Problem& p, const Devic
   return s;
 }
 
-WorkQueueShape work_queue_shape(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
-  WorkQueueShape s;
-  s.k_tiles = static_cast<int>(ps.k_padded / c.tile_k);
-  s.tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
-  const int wave = std::max(1, dev.sm_count) * resident_blocks_per_sm(c, p, dev);
-  // Chunks of at least stages - 1 k tiles (scheduler/work_queue.cuh), about four a block: enough for the fast
-  // blocks to take the slow ones' share, few enough that a chunk's epilogue (its slot and arrival) stays small
-  // beside its k tiles.
-  const int min_len = std::max(1, c.stages - 1);
-  const int most = std::max(1, s.k_tiles / min_len);
-  int chunks = static_cast<int>(std::min<int64_t>(most, (4 * static_cast<int64_t>(wave) + s.tiles - 1) / s.tiles));
-  if (const char* v = std::getenv("LUTMM_QUEUE_CHUNK_K_TILES"); v != nullptr && std::atoi(v) > 0)
-    chunks = std::max(1, s.k_tiles / std::max(std::atoi(v), min_len));
-  s.chunks_per_tile = std::clamp(chunks, 1, most);
-  const int64_t total = s.tiles * s.chunks_per_tile;
-  s.fits = total < (int64_t{1} << 31) &&
-           scheduler::WorkQueue::queue_fits(static_cast<uint64_t>(s.k_tiles), static_cast<uint64_t>(s.chunks_per_tile),
-                                            static_cast<uint64_t>(total));
-  s.blocks = static_cast<int>(std::clamp<int64_t>(total, 1, wave));
-  return s;
-}
-
 std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev) {
   check_problem(p);
   std::vector<KernelConfig> out;
@@ -360,9 +312,9 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
       // block slots idle, v1.14); so does x multicast (_mc2): 5-25% slower on the 15 shapes of
       // M = 32..4096 measured (v1.11); and the warp-specialized kernel (_ws): 2% faster to 15% slower
       // (v1.13)
-      for (int split : {0, 1, 2, 4, 8, kStreamK, kWorkQueue}) {
-        // (Stream-K and the work queue offered on the sm80 decode tiles only: v1.14, v1.16)
-        if ((split == kStreamK || split == kWorkQueue) && (shape.family != 80 || shape.tile_m > 16)) continue;
+      for (int split : {0, 1, 2, 4, 8, kStreamK}) {
+        // (Stream-K offered on the sm80 decode tiles only: v1.14)
+        if (split == kStreamK && (shape.family != 80 || shape.tile_m > 16)) continue;
         KernelConfig c = shape;
         c.lut = lut;
         c.split_k = split;

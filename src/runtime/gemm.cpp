@@ -105,10 +105,10 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
-  int device, family, schedule, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
+  int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
       lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread;
   auto tie() const {
-    return std::tie(device, family, schedule, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
+    return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
                     warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
@@ -123,8 +123,7 @@ std::mutex g_kernel_mutex;
 std::map<KernelKey, ReadyKernel> g_kernels;
 
 ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, bool split_spread = false) {
-  const int schedule = c.split_k == kStreamK ? 1 : (c.split_k == kWorkQueue ? 2 : 0);  // (split-K: a launch parameter)
-  const KernelKey key{dev.index, c.family, schedule, dev.arch(), p.bits, kernel_group(p),
+  const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
                       p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
                       lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast, c.warp_specialized,
                       split_spread};
@@ -171,17 +170,12 @@ bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clust
     const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
     return v != nullptr ? std::atoll(v) : 65536ll;
   }();
-  return enabled && !clusters && splits >= 2 && c.split_k != kStreamK && c.split_k != kWorkQueue && c.tile_m == 64 &&
+  return enabled && !clusters && splits >= 2 && c.split_k != kStreamK && c.tile_m == 64 &&
          std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
 }
 }  // namespace
 
 SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
-  if (c.split_k == kWorkQueue) {  // a slot per chunk where tiles have several; arrivals, the head, the leavers
-    const WorkQueueShape q = work_queue_shape(c, p, dev);
-    const size_t slots = q.chunks_per_tile > 1 ? static_cast<size_t>(q.tiles) * static_cast<size_t>(q.chunks_per_tile) : 0;
-    return {slots * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), static_cast<size_t>(q.tiles) + 2};
-  }
   if (c.split_k == kStreamK) {  // a slot per block that shares a tile, one counter per tile
     const StreamKShape sk = stream_k_shape(c, p, dev);
     if (sk.max_sharing <= 1) return {};
@@ -313,7 +307,6 @@ struct Plan {
   int tiles_n = 0, tiles_m = 0;
   bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
   bool split_spread = false;      // the kernel is the SplitSpread variant (spread_pays, one_wave)
-  int queue_chunks = 0;           // GemmParams::queue_chunks (the work queue: chunks per tile)
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
@@ -405,17 +398,6 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     const StreamKShape sk = stream_k_shape(c, p, dev);
     plan.splits = sk.max_sharing;
     plan.grid = dim3(static_cast<unsigned>(sk.blocks));
-  } else if (c.split_k == kWorkQueue) {
-    // one wave of blocks: as many as the shape asks for and the kernel itself fits (its blocks wait for each
-    // other once the queue is empty, so every one must be resident at once)
-    const WorkQueueShape q = work_queue_shape(c, p, dev);
-    plan.kernel = ready_kernel(p, c, dev);
-    const int resident = plan.kernel.kernel->max_active_blocks_per_sm(c.threads(), plan.kernel.shared_bytes);
-    if (resident < 1 || dev.sm_count < 1)
-      throw_error(fmt::format("{}: the work queue's kernel does not fit an SM of {}", c.name(), dev.name));
-    plan.splits = q.chunks_per_tile;
-    plan.queue_chunks = q.chunks_per_tile;
-    plan.grid = dim3(static_cast<unsigned>(std::min<int64_t>(q.blocks, static_cast<int64_t>(resident) * dev.sm_count)));
   } else {
     plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
     if (c.x_multicast > 1)  // (config_invalid_reason: n_tiles is a multiple; splits reduce through the workspace)
@@ -429,14 +411,14 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   // The spread variant where it pays and the grid is one wave of it, else the plain kernel (loaded only
   // then: a first call compiles just the kernel it launches). (An MPS client may get only part of the SMs:
   // fewer resident blocks than the SM count promises.)
-  if (c.split_k != kWorkQueue && !dev.shared_via_mps && spread_pays(c, p, plan.splits, clusters)) {
+  if (!dev.shared_via_mps && spread_pays(c, p, plan.splits, clusters)) {
     ReadyKernel spread = ready_kernel(p, c, dev, /*split_spread=*/true);
     if (one_wave(dev, c, spread, blocks)) {
       plan.kernel = spread;
       plan.split_spread = true;
     }
   }
-  if (!plan.split_spread && !plan.kernel.kernel) plan.kernel = ready_kernel(p, c, dev);
+  if (!plan.split_spread) plan.kernel = ready_kernel(p, c, dev);
   plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);  // (the kernel launched)
   return plan;
 }
@@ -497,7 +479,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
       plan = &uncached;
     }
   }
-  if (plan->workspace_need.counters > 0 && plan->launch.cluster_z == 1) {  // (split-K, Stream-K, the work queue)
+  if (plan->splits > 1 && plan->launch.cluster_z == 1) {
     const uint64_t generation = g_workspace_generation.load(std::memory_order_acquire);
     if (plan->workspace_generation != generation) {  // first use, or some workspace was replaced since
       Workspace& ws = workspace_for(device, options.stream, plan->workspace_need.float_bytes,
@@ -530,7 +512,6 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;
-  params.queue_chunks = plan->queue_chunks;
   void* args[] = {&params, &plan->x_map};  // (the tensor map: only where kernel_takes_x_map)
   if (kernel_takes_x_map(plan->config) && plan->x_map_base != x) {
     jit::encode_tensor_map_2d_u16(&plan->x_map, x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), 64,

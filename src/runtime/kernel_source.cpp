@@ -1,6 +1,5 @@
 #include "runtime/kernel_source.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -38,7 +37,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
   // split-K is a launch parameter: the comment names the kernel with it normalised, so every split of one
   // tile shape is the same source, cache key and loaded module.
   KernelConfig kernel = c;
-  kernel.split_k = c.split_k == kStreamK || c.split_k == kWorkQueue ? c.split_k : 0;  // (instantiations of their own)
+  kernel.split_k = c.split_k == kStreamK ? kStreamK : 0;  // Stream-K is its own instantiation
   const int group = kernel_group(p), lut_bytes = lut_row_bytes(c.lut);
   const bool bf16 = p.dtype == DType::bf16;
   // The family's traits struct (kernels/gemm_sm80_config.cuh, gemm_sm90_config.cuh) and entry function.
@@ -47,16 +46,14 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
           ? fmt::format("Sm90Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16,
                         c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, lut_bytes, c.split_k == kStreamK,
                         c.x_multicast, c.warp_specialized)
-          : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}{}>", p.bits, group, bf16,
+          : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16,
                         c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, lut_bytes, c.w_in_registers,
-                        c.warps_k, c.split_k == kStreamK, c.split_k == kWorkQueue ? ", true" : "");
+                        c.warps_k, c.split_k == kStreamK);
   if (split_spread) traits = fmt::format("SplitSpread<lutmm::{}>", traits);  // (epilogue/epilogue.cuh)
   const char* family = c.family == 90 ? "sm90" : "sm80";
   const std::string name = fmt::format("lutmm_gemm_{}", family);  // (one name per family: `ncu -k` finds both sm90 kernels)
   const std::string entry = c.family == 90 && c.warp_specialized ? "sm90_ws" : family;  // header and function
   const bool x_map = kernel_takes_x_map(c);
-  // The work queue's decode blocks are meant to share an SM two by two (8-warp blocks: <= 128 registers).
-  const int min_blocks = c.split_k == kWorkQueue ? std::max(c.min_blocks, 2) : c.min_blocks;
   return request(name, arch, fmt::format(
       "// lutmm generated: {cfg} b{bits} g{group} {dtype}{spread}\n"
       "#include \"lutmm/kernels/gemm_{entry}.cuh\"\n"
@@ -66,7 +63,7 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", group),
       fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("spread", split_spread ? " split-spread" : ""),
       fmt::arg("entry", entry), fmt::arg("traits", traits),
-      fmt::arg("min_blocks", min_blocks), fmt::arg("name", name),
+      fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", name),
       fmt::arg("map_param", x_map ? ", const __grid_constant__ lutmm::ptx::TensorMap x_map" : ""),
       fmt::arg("map_arg", x_map ? ", &x_map" : "")));
 }

@@ -63,9 +63,8 @@ double estimate_config_us(const KernelConfig& c, const Problem& p, const DeviceI
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const Rates r = rates_for(dev.arch());
   const int sms = std::max(1, dev.sm_count);
-  // Stream-K: one wave of blocks, each with an even share of the k tiles, and about one partial tile each (the
-  // work queue alike: its shares even out as the blocks run)
-  const bool stream_k = c.split_k == kStreamK || c.split_k == kWorkQueue;
+  // Stream-K: one wave of blocks, each with an even share of the k tiles, and about one partial tile each
+  const bool stream_k = c.split_k == kStreamK;
   const StreamKShape sk = stream_k ? stream_k_shape(c, p, dev) : StreamKShape{};
   const int splits = stream_k ? 1 : resolve_split_k(c, p, dev);
   const bool shared_lut = c.lut != LutPlacement::registers;

@@ -364,27 +364,6 @@ TEST(GemmGpu, Sm80StreamKMatchesReferenceAndIsDeterministic) {
                               {1, 4096, 320, 4, 64, "sm80_n64_m8_k64_s6_w4x1_skstream_lutreg"}});
 }
 
-// The work queue (sm80 family, any sm_80+ GPU): chunks taken while the blocks run, so which block computes which
-// chunk changes from run to run; the chunks of a tile are added in K order once the queue is empty. Many
-// chunks a block (1 x 8192 x 8192), N short of the tile, M short of it, 2/3/4 bits, groups 32, 64, 128 and K,
-// fp16, bias at odd M, the 8-warp tiles, one chunk a tile (K = 320: stored directly): against the reference
-// and bitwise the same run after run, interleaved with a last-arrival split-K GEMM on the same stream, whose
-// tile counters the queue's arrivals, head and leavers share (each leaves them at 0 for the next).
-TEST(GemmGpu, WorkQueueMatchesReferenceAndIsDeterministic) {
-  REQUIRE_GPU();
-  const std::vector<ForcedCase> queued = {{1, 8192, 8192, 4, 128, "sm80_n128_m8_k256_s3_w4x1x2_skqueue_lutsmem256"},
-                                          {5, 1000, 2048, 3, 32, "sm80_n64_m8_k128_s4_w4x1_skqueue_lutsmem"},
-                                          {16, 2048, 1024, 2, 1024, "sm80_n128_m16_k128_s4_w4x1_skqueue_lutreg"},
-                                          {8, 4096, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_skqueue_lutsmem256"},
-                                          {13, 1280, 768, 4, 128, "sm80_n64_m16_k256_s3_w4x1_skqueue_lutreg"},
-                                          {1, 4096, 320, 4, 64, "sm80_n64_m8_k64_s6_w4x1_skqueue_lutreg"}};
-  const ForcedCase last_arrival{1, 4096, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256"};
-  for (int round = 0; round < 2; ++round) {
-    expect_forced_configs_pass(queued);
-    expect_forced_configs_pass({last_arrival});
-  }
-}
-
 // Split-K where the splits of a tile sum it together, each a share, once all have stored their partial tiles
 // (runtime/gemm.cpp: spread_pays and one_wave: one-wave grids of 64-row tiles whose slots add up to >= 64 KB):
 // M past the tile and over two tile rows, 2/3-bit fp16, bias at odd M, the sm80 family (any GPU) and on sm_90

@@ -55,11 +55,6 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
             stream_k.split_k = kStreamK;
             if (config_invalid_reason(stream_k, p, described_h200()).empty()) jobs.push_back({p, stream_k, arch});
           }
-          if (shape.family == 80 && shape.tile_m <= 16 && bits == 4) {  // the work queue (the same tiles)
-            KernelConfig queue = c;
-            queue.split_k = kWorkQueue;
-            if (config_invalid_reason(queue, p, described_h200()).empty()) jobs.push_back({p, queue, arch});
-          }
           if (shape.family == 90) {  // x multicast to pairs of column tiles (TMA), where it is valid
             KernelConfig multicast = c;
             multicast.x_multicast = 2;

@@ -24,7 +24,7 @@ int group_for(int64_t k) { return k % 128 == 0 ? 128 : (k % 64 == 0 ? 64 : stati
 
 TEST(KernelConfig, NameRoundTrips) {
   for (const auto& shape : sm80_kernel_shapes()) {
-    for (int split : {0, 1, 3, 16, kStreamK, kWorkQueue}) {
+    for (int split : {0, 1, 3, 16, kStreamK}) {
       for (LutPlacement lut : {LutPlacement::shared, LutPlacement::shared_wide, LutPlacement::registers}) {
         for (bool wreg : {false, true}) {
           for (int min_blocks : {1, shape.min_blocks, 4}) {

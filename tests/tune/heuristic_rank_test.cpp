@@ -151,7 +151,7 @@ TEST(RankModel, EveryRankedConfigIsValidDistinctAndEstimated) {
         double previous = 0;
         for (const KernelConfig& c : ranked) {
           EXPECT_EQ(config_invalid_reason(c, p, dev), "") << c.name();
-          EXPECT_TRUE(c.split_k >= 1 || c.split_k == kStreamK || c.split_k == kWorkQueue) << "split-K is resolved: " << c.name();
+          EXPECT_TRUE(c.split_k >= 1 || c.split_k == kStreamK) << "split-K is resolved: " << c.name();
           EXPECT_TRUE(names.insert(c.name()).second) << "listed twice: " << c.name();
           const double us = estimate_config_us(c, p, dev);
           EXPECT_TRUE(std::isfinite(us) && us > 0) << c.name() << " " << us;

@@ -58,9 +58,7 @@ int run_configs(const ConfigsArgs& a) {
   for (auto it = configs.begin(); it != configs.end(); ++it) {
     const int splits = resolve_split_k(*it, p, dev);
     fmt::print("{} {:<44} {:>7} {:>7}\n", it == marked ? '*' : ' ', it->name(), it->threads(),
-               splits == kStreamK     ? std::string("stream")
-               : splits == kWorkQueue ? std::string("queue")
-                                      : std::to_string(splits));
+               splits == kStreamK ? std::string("stream") : std::to_string(splits));
   }
   if (marked == configs.end()) {
     const std::string why = config_invalid_reason(chosen, p, dev);

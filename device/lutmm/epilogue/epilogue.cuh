@@ -11,8 +11,6 @@
 //    us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md v1.15). A variant of its own
 //    rather than a launch parameter, because any change to the epilogue moves the register allocation of
 //    the (inlined) main loop (v1.12) and the other kernels stay as they were;
-//  * the work queue's chunks (store_chunk, settle_arrival): every chunk stores its slot and arrives; the last
-//    arrival at a tile sums it, having looked at the count one chunk later (scheduler/work_queue.cuh);
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
 //    shared-memory tiles directly, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
@@ -21,11 +19,7 @@
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/ptx/cluster.cuh"
 #include "lutmm/ptx/memory.cuh"
-#include "lutmm/scheduler/work_queue.cuh"
 
-#ifndef LUTMM_QROUND
-#define LUTMM_QROUND 4
-#endif
 namespace lutmm::epilogue {
 
 // add: += into the tile (the second and later warp groups of a k-split block) instead of =.
@@ -81,46 +75,17 @@ LUTMM_DEVICE void store_tile(const GemmParams& p, const float* tile, int n0, int
   });
 }
 
-// v[0..7] = the sum over s = 0, 1, ..., splits-1 (in that order) of slots[s x tile floats + at + 0..7]: the same
-// eight floats of every split's workspace slot, up to eight splits' loads requested before the first add.
-template <class K, int kRound = 8>
-LUTMM_DEVICE void add_slots_in_order(const float* slots, int at_float, int splits, float* v) {
-  constexpr int kTileFloats = K::kTileM * K::kTileN;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) v[j] = 0.f;
-  const float* at = slots + at_float;
-  for (int s0 = 0; s0 < splits; s0 += kRound) {
-    float4 a[kRound], b[kRound];
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      if (s0 + u < splits) {
-        const float* slot = at + static_cast<int64_t>(s0 + u) * kTileFloats;
-        a[u] = __ldcg(reinterpret_cast<const float4*>(slot));
-        b[u] = __ldcg(reinterpret_cast<const float4*>(slot + 4));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      if (s0 + u < splits) {
-        v[0] += a[u].x; v[1] += a[u].y; v[2] += a[u].z; v[3] += a[u].w;
-        v[4] += b[u].x; v[5] += b[u].y; v[6] += b[u].z; v[7] += b[u].w;
-      }
-    }
-  }
-}
-
 // Sums the S = splits slots of the tile in split order and stores the output, every block of the tile a 1/S
 // share of its 8-column chunks (chunks split, split + S, ... in units of the block's threads).
 template <class K>
 LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int n0, int m0, int split, int splits,
                                    int tid) {
   constexpr int kTileFloats = K::kTileM * K::kTileN;
-  // (add_slots_in_order's loop written out: called here, it moved this variant's register allocation, and the
-  // spread kernels stay as measured until an A/B says otherwise, docs/NOTES.md v1.15)
   store_output<K>(p, n0, m0, split * K::kThreads + tid, K::kThreads * splits, [&](int r, int c, float* v) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = 0.f;
     const float* at = slots + r * K::kTileN + c;
+    // up to eight splits' chunks requested before the first add
     for (int s0 = 0; s0 < splits; s0 += 8) {
       float4 a[8], b[8];
 #pragma unroll
@@ -140,61 +105,6 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
       }
     }
   });
-}
-
-// The work queue (scheduler/work_queue.cuh): a block's arrival at a tile's count, whose answer (was it the
-// last?) is looked at one chunk later, so the count's round trip never holds the block.
-struct ChunkArrival {
-  int tile = -1;        // (every thread) the tile of the block's last arrival, -1: none to settle
-  uint32_t before = 0;  // (thread 0) the count it found
-};
-
-// Sums tile t of the queue from its C slots in chunk order, stores it and resets its count for the next launch.
-// (Not inlined: its loads in flight, inlined into the item loop, cost that loop its registers: 246 instead of
-// 167 on the 128 x 8 x 256 tile, 208 bytes of spills at the 8-warp tile's cap of 128.)
-template <class K>
-LUTMM_DEVICE void sum_queued_tile(const GemmParams& p, const scheduler::WorkQueue& q, int t, int tid) {
-  constexpr int kTileFloats = K::kTileM * K::kTileN;
-  const float* slots = p.workspace + static_cast<int64_t>(t) * q.chunks_per_tile * kTileFloats;
-  const int n0 = (t % static_cast<int>(q.tiles_n)) * K::kTileN, m0 = (t / static_cast<int>(q.tiles_n)) * K::kTileM;
-  store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
-    add_slots_in_order<K, LUTMM_QROUND>(slots, r * K::kTileN + c, static_cast<int>(q.chunks_per_tile), v);
-  });
-  if (tid == 0) p.tile_counters[t] = 0u;
-}
-
-// Looks at the block's pending arrival: where it was the tile's last, sums the tile (every slot is visible:
-// thread 0's acquire, then the barrier). The barrier also orders the block's slot stores before whatever
-// thread 0 does next.
-template <class K>
-LUTMM_DEVICE void settle_arrival(const GemmParams& p, const scheduler::WorkQueue& q, ChunkArrival& a, int tid) {
-  const bool last = __syncthreads_or(tid == 0 && a.tile >= 0 && a.before == q.chunks_per_tile - 1);
-  if (last) sum_queued_tile<K>(p, q, a.tile, tid);
-  a.tile = -1;
-}
-
-// The end of a chunk: the tile of a one-chunk tile is the output; otherwise its rows go to the chunk's slot,
-// the previous arrival is settled, and thread 0 arrives at this tile's count (acquire-release: the slot stores
-// before it, ordered by settle_arrival's barrier; the other chunks' slots after it, for the last).
-template <class K>
-LUTMM_DEVICE void store_chunk(const GemmParams& p, const float* tile, const scheduler::TileWork& w,
-                              const scheduler::WorkQueue& q, ChunkArrival& a, int tid) {
-  if (w.splits == 1) {
-    store_tile<K>(p, tile, w.n0, w.m0, tid);
-    return;
-  }
-  constexpr int kTileFloats = K::kTileM * K::kTileN;
-  constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
-  const int rows = p.m - w.m0 < K::kTileM ? p.m - w.m0 : K::kTileM;  // rows past M are never read back
-  float* mine = p.workspace + (static_cast<int64_t>(w.tile_id) * w.splits + w.split) * kTileFloats;
-  for (int i = tid; i < rows * kQuads; i += K::kThreads) {
-    const int r = i / kQuads, c = (i % kQuads) * 4;
-    const float* s = tile + r * K::kEpilogueLd + c;
-    __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
-  }
-  settle_arrival<K>(p, q, a, tid);
-  if (tid == 0) a.before = ptx::atomic_add_acq_rel_gpu(p.tile_counters + w.tile_id, 1u);
-  a.tile = w.tile_id;
 }
 
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it

@@ -24,7 +24,6 @@ struct GemmParams {
                             // wave of blocks, each taking a run of the tiles_n x tiles_m x k_tiles units)
   int dependents_early;     // 1: let the stream's next kernel launch at the start, not after the main loop
                             // (runtime/gemm.cpp decides: where the grid leaves no SM room it could pack into)
-  int queue_chunks;         // the work queue (scheduler/work_queue.cuh): chunks per output tile
 };
 
 }  // namespace lutmm

@@ -14,9 +14,6 @@
 // slot the same number of units. The run streams through the stages without a break at tile boundaries
 // (unit g of the run sits in stage g % kStages; each copy aims at its own tile), and a finished tile's
 // epilogue stages its accumulators in the stage of its last unit, the one stage no copy is landing in.
-// The work queue (K::kQueue, decode) runs the same way, its items being chunks taken from a counter while the
-// block runs (scheduler/work_queue.cuh): the copy cursor, on reaching the end of a chunk, goes on with the next
-// chunk the block took, so the stream of W never stops between chunks either.
 //
 // Where the group scale is applied depends on how many MMAs share one dequantized fragment:
 //  * few (kFragsM <= 2, decode and small batches): the unscaled table values go into the MMA, each group's
@@ -33,7 +30,6 @@
 #include "lutmm/ptx/timeline.cuh"
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
-#include "lutmm/scheduler/work_queue.cuh"
 
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
@@ -63,59 +59,18 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const int g = lane >> 2;
   // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
   scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
-  const scheduler::WorkQueue queue(p);
   scheduler::TileWork work;
-  if constexpr (K::kQueue) {
-    queue.work_of<K::kTileN, K::kTileM>(blockIdx.x, work);  // (true: the grid never exceeds the chunks)
-  } else {
-    if (!scheduler::first_work<K>(p, stream, work)) return;
-  }
+  if (!scheduler::first_work<K>(p, stream, work)) return;
   int num_kt = work.kt_end - work.kt_begin;
   // Stream-K: the next unit of the run to copy (its tile, k tile and stage, and how many are left), counted
   // along instead of divided out (a 64-bit division per k tile made the decode loop ~6% slower), and the stage of
-  // the unit being multiplied. The work queue: units left in the current chunk, and the chunk's place s in the
-  // block's sequence (tile -1: the queue is empty).
+  // the unit being multiplied.
   struct UnitCursor {
     int tile, kt, stage, left;
-    uint32_t seq;
   };
   UnitCursor copy_next{work.tile_id, work.kt_begin, 0,
-                       K::kQueue     ? num_kt
-                       : K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units))
-                                     : 0,
-                       0u};
+                       K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units)) : 0};
   int compute_stage = 0;
-  // The work queue: the block's chunk ids, handed from thread 0 to every thread through the mailbox. Thread 0
-  // takes the next chunk when the copies take the last unit of the current one (kStages - 1 units before the
-  // MMAs run out of work: taking earlier let the first blocks hoard chunks, 1 x 8192 x 8192 19 us against 12.8,
-  // docs/NOTES.md v1.16) and leaves it in the mailbox at the end of that k tile's MMAs, before the barrier
-  // after which the copies read it: the counter's round trip hides under one k tile. `queued` is the chunk the
-  // copies went on with, the MMAs' next item (the copies run at most one chunk ahead: chunks are >= kStages - 1
-  // k tiles).
-  uint32_t* const mailbox = scheduler::queue_mailbox<K::kQueue>();
-  uint32_t taken = 0, queued = 0;
-  bool has_taken = false;
-  auto next_chunk = [&](UnitCursor& c) {
-    if (c.tile < 0) return;
-    ++c.seq;
-    const uint32_t id = mailbox[c.seq & 1];
-    queued = id;
-    scheduler::TileWork w;
-    if (!queue.work_of<K::kTileN, K::kTileM>(id, w)) {
-      c.tile = -1;
-      return;
-    }
-    c.tile = w.tile_id;
-    c.kt = w.kt_begin;
-    c.left = w.kt_end - w.kt_begin;
-  };
-  auto post_taken = [&] {  // (thread 0)
-    if (K::kQueue && has_taken) {
-      mailbox[(copy_next.seq + 1) & 1] = taken;
-      has_taken = false;
-    }
-  };
-  epilogue::ChunkArrival arrival;  // (the work queue: the deferred last-arrival sums of scheduler/work_queue.cuh)
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
@@ -131,9 +86,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // steps c to the next unit.
   enum class Part { weights, x, all };
   auto copy_unit = [&](UnitCursor& c, Part part) {
-    if constexpr (K::kQueue) {
-      if (c.left == 0) next_chunk(c);  // (when its first unit is due: the prologue never needs a second chunk)
-    }
     if (c.left <= 0) return;
     auto go = [&](const pipeline::StageLoader<K>& l) {
       if (part != Part::x) l.load_weights(smem, c.stage, c.kt);
@@ -150,12 +102,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
     if (++c.stage == K::kStages) c.stage = 0;
     --c.left;
-    if constexpr (K::kQueue) {  // (x and W: after the dependency wait; the counter is the previous launch's before)
-      if (part != Part::weights && c.left == 0 && tid == 0) {
-        taken = queue.take(p);
-        has_taken = true;
-      }
-    }
   };
   const UnitCursor run_start = copy_next;
 #pragma unroll
@@ -173,7 +119,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);
-
   // Prologue: x of the first kStages - 1 stages. One commit per stage, even when empty, keeps the wait count
   // exact (the first group also holds the weight copies above).
 #pragma unroll
@@ -188,7 +133,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
-  if (tid == 0) post_taken();  // (the work queue: the main loop's first barrier publishes it)
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 
@@ -269,9 +213,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   for (int it = 0; it < num_kt; ++it) {
     ptx::cp_async_wait<K::kStages - 2>();
-    if constexpr (K::kQueue) {
-      if (tid == 0) post_taken();
-    }
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
     if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;
@@ -390,9 +331,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     __syncthreads();
   }
   timeline.mark(4);
-  if constexpr (K::kQueue) {
-    epilogue::store_chunk<K>(p, tile, work, queue, arrival, tid);
-  } else if constexpr (K::kStreamK) {  // (never clusters)
+  if constexpr (K::kStreamK) {  // (never clusters)
     epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
   } else if (p.cluster_splits) {
     epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
@@ -403,9 +342,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if constexpr (!K::kStreamK) {
     break;
   } else {
-    const bool more = K::kQueue ? queue.work_of<K::kTileN, K::kTileM>(queued, work)
-                                : stream.next_work<K::kTileN, K::kTileM>(p, work);
-    if (!more) {
+    if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) {
       ptx::cp_async_wait<0>();  // (only empty groups are left)
       break;
     }
@@ -416,10 +353,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     __syncthreads();
     if constexpr (!K::kIoInHoles) loader.zero_x_tail(smem);
   }
-  }
-  if constexpr (K::kQueue) {  // the queue is empty: the last chunk's arrival, and the block leaves
-    epilogue::settle_arrival<K>(p, queue, arrival, tid);
-    if (tid == 0) queue.leave(p);
   }
 }
 

@@ -62,18 +62,14 @@ LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_
 // kStreamK: the block takes a run of (tile, K range) items (scheduler/stream_k.cuh) instead of one split-K item:
 // for decode grids whose tiles do not fill the SMs' block slots evenly (a decode block streams W at a rate of
 // its own, so the busiest slot sets the time: docs/NOTES.md, v1.14).
-// kQueue: the work queue (scheduler/work_queue.cuh), a run of items like Stream-K's (kStreamK is set too), whose
-// items are chunks taken from a counter while the block runs, not a run fixed at launch.
 template <int kBits_, int kGroup_, bool kBf16_, int kTileN_, int kTileM_, int kTileK_, int kStages_, int kWarpsN_,
-          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false, int kWarpsK_ = 1, bool kStreamK_ = false,
-          bool kQueue_ = false>
+          int kWarpsM_, int kLutRowBytes_, bool kWInRegisters_ = false, int kWarpsK_ = 1, bool kStreamK_ = false>
 struct Sm80Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = kWarpsM_, kWarpsK = kWarpsK_;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = kWInRegisters_;
   static constexpr bool kWgmmaLayout = false;  // x in the ldmatrix layout (the sm90 family's differs)
-  static constexpr bool kStreamK = kStreamK_ || kQueue_;  // a run of items per block, or one split-K item
-  static constexpr bool kQueue = kQueue_;                 // ... the run taken from the work queue
+  static constexpr bool kStreamK = kStreamK_;  // a run of items per block, or one split-K item
   static constexpr bool kSplitSpread = false;  // (epilogue/epilogue.cuh: SplitSpread<K>)
   static constexpr int kXMulticast = 1;        // every block copies its own x (cp.async)
   static constexpr int kLutRowBytes = kLutRowBytes_;

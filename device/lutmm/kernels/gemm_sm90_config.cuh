@@ -44,7 +44,6 @@ struct Sm90Kernel {
   static constexpr int kBits = kBits_, kGroup = kGroup_, kTileN = kTileN_, kTileM = kTileM_, kTileK = kTileK_;
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = 1, kWarpsK = 1;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = false, kWgmmaLayout = true, kStreamK = kStreamK_;
-  static constexpr bool kQueue = false;  // (the work queue is an sm80-family schedule)
   static constexpr bool kSplitSpread = false;  // (epilogue/epilogue.cuh: SplitSpread<K>)
   static constexpr int kLutRowBytes = kLutRowBytes_;
   static constexpr bool kSharedLut = kLutRowBytes != 0;

@@ -101,17 +101,6 @@ LUTMM_DEVICE uint32_t load_acquire_gpu(const uint32_t* address) {
   return v;
 }
 
-// A relaxed GPU-scope atomicAdd that returns the old value (a work counter: no data is published through it),
-// and a release increment nobody waits on (an arrival: the barrier before it orders the block's writes).
-LUTMM_DEVICE uint32_t atomic_add_relaxed_gpu(uint32_t* address, uint32_t value) {
-  uint32_t old;
-  asm volatile("atom.add.relaxed.gpu.global.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(address), "r"(value) : "memory");
-  return old;
-}
-LUTMM_DEVICE void red_add_release_gpu(uint32_t* address, uint32_t value) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(address), "r"(value) : "memory");
-}
-
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
