@@ -107,53 +107,6 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
   });
 }
 
-// Sums the S = splits() slots (one tile's, `rows` rows each) in split order into the shared-memory tile. (S is
-// read at each use, through `splits`: as a value it changed the kernels' SASS.)
-template <class K, class Splits>
-LUTMM_DEVICE void sum_slots_into_tile(float* tile, const float* slots, Splits splits, int rows, int tid) {
-  constexpr int kTileFloats = K::kTileM * K::kTileN;
-  constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
-  // A thread owns the float4s tid, tid + kThreads, ... of the tile (the ones it wrote to its own slot, so
-  // reading that slot back needs no ordering) and takes them kBatch at a time through the splits, loading four
-  // splits before adding them: up to 4 x kBatch loads in flight (one split of one chunk at a time before).
-  constexpr int kQuadsPerThread = (K::kTileM * kQuads + K::kThreads - 1) / K::kThreads;
-  constexpr int kBatch = kQuadsPerThread < 4 ? kQuadsPerThread : 4, kRound = 4;
-  const int quads = rows * kQuads;
-#pragma unroll 1
-  for (int base = 0; base < kQuadsPerThread; base += kBatch) {
-    float4 v[kBatch];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s0 = 0; s0 < splits(); s0 += kRound) {
-      float4 a[kRound][kBatch];
-#pragma unroll
-      for (int u = 0; u < kRound; ++u) {
-        const float* slot = slots + static_cast<int64_t>(s0 + u) * kTileFloats;
-#pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-          const int i = tid + (base + j) * K::kThreads;
-          a[u][j] = s0 + u < splits() && i < quads ? __ldcg(reinterpret_cast<const float4*>(slot + i * 4))
-                                                   : make_float4(0.f, 0.f, 0.f, 0.f);  // (slot[r * kTileN + c])
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kRound; ++u)
-#pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-          v[j].x += a[u][j].x; v[j].y += a[u][j].y; v[j].z += a[u][j].z; v[j].w += a[u][j].w;
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = tid + (base + j) * K::kThreads;
-      if (i < quads) {
-        float* t = tile + (i / kQuads) * K::kEpilogueLd + (i % kQuads) * 4;
-        t[0] = v[j].x; t[1] = v[j].y; t[2] = v[j].z; t[3] = v[j].w;
-      }
-    }
-  }
-}
-
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it
 // varies per tile and comes as stream_splits.
 template <class K>
@@ -203,67 +156,49 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   const bool last = __syncthreads_or(tid == 0 && ptx::atomic_add_acq_rel_gpu(counter, 1u) ==
                                                      static_cast<uint32_t>(splits() - 1));
   if (!last) return;
-  // Sum the slots in split order into the tile, then store as a single split does.
-  sum_slots_into_tile<K>(tile, slots, splits, rows, tid);
+  // Sum the slots in split order into the tile, then store as a single split does. A thread owns the
+  // float4s tid, tid + kThreads, ... of the tile (the ones it wrote to its slot above, so reading its own
+  // slot back needs no ordering) and takes them kBatch at a time through the splits, loading four splits
+  // before adding them: up to 4 x kBatch loads in flight (one split of one chunk at a time before).
+  constexpr int kQuadsPerThread = (K::kTileM * kQuads + K::kThreads - 1) / K::kThreads;
+  constexpr int kBatch = kQuadsPerThread < 4 ? kQuadsPerThread : 4, kRound = 4;
+  const int quads = rows * kQuads;
+#pragma unroll 1
+  for (int base = 0; base < kQuadsPerThread; base += kBatch) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < splits(); s0 += kRound) {
+      float4 a[kRound][kBatch];
+#pragma unroll
+      for (int u = 0; u < kRound; ++u) {
+        const float* slot = slots + static_cast<int64_t>(s0 + u) * kTileFloats;
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = tid + (base + j) * K::kThreads;
+          a[u][j] = s0 + u < splits() && i < quads ? __ldcg(reinterpret_cast<const float4*>(slot + i * 4))
+                                                   : make_float4(0.f, 0.f, 0.f, 0.f);  // (slot[r * kTileN + c])
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kRound; ++u)
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          v[j].x += a[u][j].x; v[j].y += a[u][j].y; v[j].z += a[u][j].z; v[j].w += a[u][j].w;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = tid + (base + j) * K::kThreads;
+      if (i < quads) {
+        float* t = tile + (i / kQuads) * K::kEpilogueLd + (i % kQuads) * 4;
+        t[0] = v[j].x; t[1] = v[j].y; t[2] = v[j].z; t[3] = v[j].w;
+      }
+    }
+  }
   __syncthreads();
   store_tile<K>(p, tile, n0, m0, tid);
   if (tid == 0) p.tile_counters[tile_id] = 0;
-}
-
-// Stream-K on the sm80 family: a block's item that ends inside its run arrives at the tile's count without
-// waiting for the answer (was it the last?), which it looks at at its next item's end or its own: the count's
-// round trip takes microseconds while the GPU streams at full rate, and finish() held the whole block for it
-// between two items (docs/NOTES.md v1.16).
-struct DeferredArrival {
-  int tile_id = -1;     // (every thread) the tile of the pending arrival; -1: none
-  int n0 = 0, m0 = 0, splits = 0;
-  uint32_t before = 0;  // (thread 0) the count it found
-};
-
-// Looks at the pending arrival: where it was the tile's last, sums the tile's slots in split order into `tile`
-// (shared memory no copy lands in; thread 0's acquire, then the barrier, make every slot visible), stores it
-// and resets the count. The first barrier also orders the block's earlier slot stores before whatever thread
-// 0 does next.
-template <class K>
-LUTMM_DEVICE void settle_arrival(const GemmParams& p, float* tile, DeferredArrival& a, int tid) {
-  const bool last = __syncthreads_or(tid == 0 && a.tile_id >= 0 && a.before == static_cast<uint32_t>(a.splits - 1));
-  if (last) {
-    constexpr int kTileFloats = K::kTileM * K::kTileN;
-    const int rows = p.m - a.m0 < K::kTileM ? p.m - a.m0 : K::kTileM;
-    const float* slots = p.workspace + static_cast<int64_t>(a.tile_id) * p.splits * kTileFloats;
-    sum_slots_into_tile<K>(tile, slots, [&] { return a.splits; }, rows, tid);
-    __syncthreads();
-    store_tile<K>(p, tile, a.n0, a.m0, tid);
-    if (tid == 0) p.tile_counters[a.tile_id] = 0;
-  }
-  a.tile_id = -1;
-}
-
-// finish() for the sm80 Stream-K items: a tile of one item is the output; otherwise the item's rows go to its
-// slot, the previous arrival is settled (its barrier orders these slot stores before thread 0's arrival), and
-// thread 0 arrives (acquire-release, the answer looked at later).
-template <class K>
-LUTMM_DEVICE void finish_deferred(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int splits,
-                                  DeferredArrival& a, int tid) {
-  if (splits == 1) {
-    store_tile<K>(p, tile, n0, m0, tid);
-    return;
-  }
-  constexpr int kTileFloats = K::kTileM * K::kTileN;
-  constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
-  const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // rows past M are never read back
-  float* mine = p.workspace + (static_cast<int64_t>(tile_id) * p.splits + split) * kTileFloats;
-  for (int i = tid; i < rows * kQuads; i += K::kThreads) {
-    const int r = i / kQuads, c = (i % kQuads) * 4;
-    const float* s = tile + r * K::kEpilogueLd + c;
-    __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
-  }
-  settle_arrival<K>(p, tile, a, tid);
-  if (tid == 0) a.before = ptx::atomic_add_acq_rel_gpu(p.tile_counters + tile_id, 1u);
-  a.tile_id = tile_id;
-  a.n0 = n0;
-  a.m0 = m0;
-  a.splits = splits;
 }
 
 // The splits of one output tile are the blocks of one cluster (cluster dims 1 x 1 x splits). Each block's

@@ -71,7 +71,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   UnitCursor copy_next{work.tile_id, work.kt_begin, 0,
                        K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units)) : 0};
   int compute_stage = 0;
-  epilogue::DeferredArrival arrival;  // (Stream-K: the last item's arrival, settled at the next item's end)
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
@@ -333,7 +332,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   }
   timeline.mark(4);
   if constexpr (K::kStreamK) {  // (never clusters)
-    epilogue::finish_deferred<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, work.splits, arrival, tid);
+    epilogue::finish<K>(p, tile, work.n0, work.m0, work.tile_id, work.split, tid, work.splits);
   } else if (p.cluster_splits) {
     epilogue::finish_in_cluster<K>(p, tile, work.n0, work.m0, tid);
   } else {
@@ -345,7 +344,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   } else {
     if (!stream.next_work<K::kTileN, K::kTileM>(p, work)) {
       ptx::cp_async_wait<0>();  // (only empty groups are left)
-      epilogue::settle_arrival<K>(p, tile, arrival, tid);  // (the tile's stage: no copy lands any more)
       break;
     }
     num_kt = work.kt_end - work.kt_begin;
