@@ -19,11 +19,6 @@
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/ptx/cluster.cuh"
 #include "lutmm/ptx/memory.cuh"
-#include "lutmm/ptx/tma.cuh"
-
-#ifndef LUTMM_CLUSTER_PUSH  // (experiment: finish_in_cluster pushes the partial chunks instead of pulling them)
-#define LUTMM_CLUSTER_PUSH 0
-#endif
 
 namespace lutmm::epilogue {
 
@@ -219,62 +214,7 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size (runti
 
 template <class K>
 LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, int m0, int tid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && LUTMM_CLUSTER_PUSH
-  // (experiment) Pushed instead of pulled: after a barrier without a fence (every block's main loop is done,
-  // so its stage area may be written; every mbarrier is initialised), block r sends the 8-column chunks that
-  // rank d stores (chunk i goes to rank i % S) straight into d's shared memory, counted on d's mbarrier; each
-  // rank waits for its own bytes and adds the S partial chunks in rank order 0..S-1 (the pulled sum's order).
-  constexpr int kChunksPerRow = K::kTileN / 8;
-  const uint32_t rank = ptx::cluster_rank(), splits = static_cast<uint32_t>(p.splits);
-  const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
-  const uint32_t chunks = static_cast<uint32_t>(rows * kChunksPerRow);
-  auto chunks_of = [&](uint32_t d) { return chunks > d ? (chunks - d + splits - 1) / splits : 0u; };
-  float* recv = tile + K::kTileM * K::kEpilogueLd;  // [source rank][local chunk][8], after the staged tile
-  const uint32_t per_source = (K::kTileM * kChunksPerRow + splits - 1) / splits * 8;  // floats
-  const uint32_t bar = ptx::smem_addr(recv + splits * per_source + 2) & ~7u;
-  if (tid == 0) {
-    ptx::mbarrier_init(bar, 1);
-    ptx::fence_mbarrier_init_cluster();
-  }
-  ptx::cluster_sync_relaxed();
-  if (tid == 0) ptx::mbarrier_arrive_expect_tx(bar, (splits - 1) * chunks_of(rank) * 32u);
-  const uint32_t recv_addr = ptx::smem_addr(recv);
-  for (uint32_t d = 0; d < splits; ++d) {
-    if (d == rank) continue;
-    const uint32_t remote_bar = ptx::map_to_rank(bar, d);
-    const uint32_t remote_recv = ptx::map_to_rank(recv_addr + rank * per_source * 4u, d);
-    for (uint32_t q = tid; q < chunks_of(d); q += K::kThreads) {
-      const uint32_t i = q * splits + d;
-      const float* t = tile + (i / kChunksPerRow) * K::kEpilogueLd + (i % kChunksPerRow) * 8;
-      ptx::store_async_cluster_f32x4(remote_recv + q * 32u, make_float4(t[0], t[1], t[2], t[3]), remote_bar);
-      ptx::store_async_cluster_f32x4(remote_recv + q * 32u + 16u, make_float4(t[4], t[5], t[6], t[7]), remote_bar);
-    }
-  }
-  ptx::mbarrier_wait(bar, 0);
-  for (uint32_t q = tid; q < chunks_of(rank); q += K::kThreads) {
-    const uint32_t i = q * splits + rank;
-    const int r = static_cast<int>(i / kChunksPerRow), c = static_cast<int>(i % kChunksPerRow) * 8;
-    const int n = n0 + c;
-    if (n >= p.n) continue;
-    float v[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = 0.f;
-    for (uint32_t s = 0; s < splits; ++s) {
-      const float* src = s == rank ? tile + r * K::kEpilogueLd + c : recv + s * per_source + q * 8;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] += src[j];
-    }
-    if (p.bias != nullptr) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] += mma::to_float<K::kBf16>(p.bias[n + j]);
-    }
-    uint32_t packed[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) packed[j] = mma::pack_x2<K::kBf16>(v[2 * j], v[2 * j + 1]);
-    *reinterpret_cast<dev::uint4_t*>(p.out + static_cast<int64_t>(m0 + r) * p.n + n) =
-        dev::uint4_t{packed[0], packed[1], packed[2], packed[3]};
-  }
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t rank = ptx::cluster_rank();
   const uint32_t tile_addr = ptx::smem_addr(tile);
   ptx::cluster_sync();

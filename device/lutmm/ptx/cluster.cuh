@@ -33,14 +33,6 @@ LUTMM_DEVICE uint32_t map_to_rank(uint32_t shared_addr, uint32_t rank) {
   return r;
 }
 
-// Stores 16 bytes into another block's shared memory (`cluster_addr`) and counts them on that block's mbarrier
-// (`cluster_bar`, complete_tx): no fence, no barrier; the receiver waits on its mbarrier for the bytes.
-LUTMM_DEVICE void store_async_cluster_f32x4(uint32_t cluster_addr, float4 v, uint32_t cluster_bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
-               ::"r"(cluster_addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(cluster_bar)
-               : "memory");
-}
-
 LUTMM_DEVICE float4 load_cluster_f32x4(uint32_t cluster_addr) {
   float4 v;
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
