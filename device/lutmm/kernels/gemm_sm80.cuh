@@ -31,6 +31,10 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
+#ifndef LUTMM_TABLE_EARLY  // (experiment: the table built before the dependency wait, with the W copies)
+#define LUTMM_TABLE_EARLY 0
+#endif
+
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
@@ -116,6 +120,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
     loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(smem);
+#if LUTMM_TABLE_EARLY
+  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+#endif
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);
@@ -132,7 +139,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   }
 
   // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
+#if !LUTMM_TABLE_EARLY
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+#endif
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 
