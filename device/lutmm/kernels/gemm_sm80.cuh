@@ -31,10 +31,6 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
-#ifndef LUTMM_TABLE_EARLY  // (experiment: the table built before the dependency wait, with the W copies)
-#define LUTMM_TABLE_EARLY 0
-#endif
-
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
@@ -78,9 +74,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
-  // W and scales of its first stages (weights are taken to be unchanged by it: a GEMM right after a kernel
-  // that writes them is launched without the overlap, GemmOptions::weights_just_written), zeroes the x rows
-  // past M and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch
+  // W and scales of its first stages and builds the table (weights are taken to be unchanged by it: a GEMM right
+  // after a kernel that writes them is launched without the overlap, GemmOptions::weights_just_written), zeroes
+  // the x rows past M and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch
   // already (p.dependents_early; otherwise after the main loop, below). Copying the first stages here instead
   // of prefetching them into L2 took 0.1-0.5 us off small and decode GEMMs (docs/NOTES.md, v1.12).
   // (Under Stream-K: the first item's.)
@@ -120,9 +116,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
     loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(smem);
-#if LUTMM_TABLE_EARLY
+  // The table, a part of the weights like W: built here, it overlaps the previous kernel's tail instead of
+  // delaying the first k tile (0.94x over 17 decode and small shapes, 1 x 4096 x 4096 6.47 -> 5.94 us,
+  // 2 x 320 x 1280 2.65 -> 2.41; docs/NOTES.md v1.16). The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
-#endif
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);
@@ -138,10 +135,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     ptx::cp_async_commit();
   }
 
-  // The table, while the prologue's copies are in flight. The main loop's first barrier publishes it.
-#if !LUTMM_TABLE_EARLY
-  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
-#endif
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 

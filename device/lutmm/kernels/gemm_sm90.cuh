@@ -42,6 +42,10 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
+#ifndef LUTMM_SM90_TABLE_EARLY
+#define LUTMM_SM90_TABLE_EARLY 0
+#endif
+
 namespace lutmm {
 
 // x_map: x as a TMA tensor, for x multicast (K::kXMulticast > 1, else null): a second kernel parameter (in
@@ -111,10 +115,15 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
                                  static_cast<uint16_t>((1u << K::kXMulticast) - 1));
 #endif
   };
+#if LUTMM_SM90_TABLE_EARLY  // (experiment: the table before the dependency wait, as the sm80 kernels build it)
+  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+#endif
   ptx::grid_dependency_wait();
   timeline.mark(1);
   // The table; the first barrier of the main loop publishes it.
+#if !LUTMM_SM90_TABLE_EARLY
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+#endif
 
   // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
   // 32 * s16) >> 4 to its start-address field.
