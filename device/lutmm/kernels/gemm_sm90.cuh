@@ -42,10 +42,6 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
-#ifndef LUTMM_SM90_TABLE_EARLY
-#define LUTMM_SM90_TABLE_EARLY 0
-#endif
-
 namespace lutmm {
 
 // x_map: x as a TMA tensor, for x multicast (K::kXMulticast > 1, else null): a second kernel parameter (in
@@ -115,15 +111,12 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
                                  static_cast<uint16_t>((1u << K::kXMulticast) - 1));
 #endif
   };
-#if LUTMM_SM90_TABLE_EARLY  // (experiment: the table before the dependency wait, as the sm80 kernels build it)
+  // The table, a part of the weights like W, before the dependency wait: it overlaps the previous kernel's
+  // tail (0.963x over 8 shapes of M = 32..128, 64 x 1280 x 5120 8.95 -> 8.27 us; docs/NOTES.md v1.16). The
+  // first barrier of the main loop publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
-#endif
   ptx::grid_dependency_wait();
   timeline.mark(1);
-  // The table; the first barrier of the main loop publishes it.
-#if !LUTMM_SM90_TABLE_EARLY
-  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
-#endif
 
   // Descriptor of stage 0's x block 0; stage s, block b, slice s16 add (s * kStageBytes + b * kTileM * 128 +
   // 32 * s16) >> 4 to its start-address field.
