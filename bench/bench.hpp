@@ -10,6 +10,9 @@
 //     of many calls, call i on copy i mod copies, so every call streams its weight from HBM as across a
 //     model's layers; the time is the median over `replays` graph replays (CUDA events) per call;
 //   - floor = max(bytes / read bandwidth, 2MNK / dense rate), bytes = codes + scales + x + out;
+//   - a second ruler, read_us: the same read-only kernel over each call's codes and scales (the slab's copies in
+//     turn), a graph of as many launches: what moving those bytes costs here at that size, launch and ramp
+//     included (pct_read = read_us / lutmm_us);
 //   - the JIT compile and every allocation happen in a warm-up before any capture; inputs are random and
 //     never zero; the lutmm output is checked for unwritten values and against cuBLAS on the same weights.
 #include <optional>
