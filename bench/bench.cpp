@@ -275,7 +275,8 @@ BenchRow bench_shape(const Shape& shape, const Context& ctx) {
     DeviceBuffer sink(kReadSinkWords * sizeof(uint32_t));
     LUTMM_CUDA(cudaMemsetAsync(sink.get(), 0, sink.bytes(), s));
     const CudaGraph read_graph = CudaGraph::capture(s, [&](cudaStream_t) {
-      for (int i = 0; i < row.lutmm_calls; ++i) read_reduce(w.read_span(i), static_cast<int64_t>(w.read_bytes), sink.as<uint32_t>(), s);
+      for (int i = 0; i < row.lutmm_calls; ++i)
+        read_reduce(w.read_span(i), static_cast<int64_t>(w.read_bytes), sink.as<uint32_t>(), s);
     });
     row.read_us = ms_to_us(median_event_ms(s, o.replays, [&] { read_graph.launch(s); })) / row.lutmm_calls;
   }
