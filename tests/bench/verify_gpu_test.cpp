@@ -135,6 +135,12 @@ TEST(RunBenchGpu, SmallSetWritesEveryShapeToTheCsv) {
   while (std::getline(f, line)) {
     ++lines;
     if (line.find(",2,1280,320,") != std::string::npos) shape_320 = line;
+    if (lines == 1) continue;
+    // the last two columns: the plain read of the same bytes (read_us) and lutmm's speed as a share of it
+    const size_t last = line.rfind(','), before = line.rfind(',', last - 1);
+    ASSERT_NE(before, std::string::npos) << line;
+    EXPECT_GT(std::stod(line.substr(before + 1, last - before - 1)), 0.0) << line;
+    EXPECT_GT(std::stod(line.substr(last + 1)), 0.0) << line;
   }
   EXPECT_EQ(lines, 4);
   EXPECT_NE(shape_320.find(",4,64,bf16,"), std::string::npos) << shape_320;  // K=320: G falls back to 64
