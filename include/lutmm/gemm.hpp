@@ -45,9 +45,10 @@ struct GemmOptions {
   std::optional<KernelConfig> config;  // force a config; otherwise the runtime chooses
   cudaStream_t stream = nullptr;
   // sm_90+: a GEMM starts while the stream's previous kernel finishes (programmatic dependent launch) and
-  // copies its first W tiles and scales before waiting for that kernel; x, the table and the output only
-  // after. Set this when a kernel launched on `stream` since its last synchronisation writes w's codes or
-  // scales (an in-place weight update, a user's own pack kernel): the GEMM then starts after it ends.
+  // reads its weights (the first W tiles, their scales and the table) before waiting for that kernel; x and
+  // the output only after. Set this when a kernel launched on `stream` since its last synchronisation writes
+  // w's codes, scales or table (an in-place weight update, a user's own pack kernel): the GEMM then starts
+  // after it ends.
   bool weights_just_written = false;
 };
 

@@ -317,12 +317,10 @@ struct Plan {
   const void* x_map_base = nullptr;
 };
 
-// A switch that is on unless the environment variable says "0" (read once per process).
-
 // sm_90+: each GEMM is launched as a programmatic dependent of the stream's previous kernel, so its
-// launch, block setup and the copies of its first stages' W and scales overlap that kernel's tail (the
-// kernel waits for it before reading x, the table or writing anything; GemmOptions::weights_just_written
-// turns the overlap off for one call). LUTMM_PDL=0 turns it off (for comparisons).
+// launch, block setup, the copies of its first stages' W and scales and the table's build overlap that
+// kernel's tail (the kernel waits for it before reading x or writing anything;
+// GemmOptions::weights_just_written turns the overlap off for one call). LUTMM_PDL=0 turns it off (for comparisons).
 bool dependent_launch(const DeviceInfo& dev) {
   static const bool enabled = env_switch_on("LUTMM_PDL");
   return enabled && dev.arch() >= 90;
@@ -519,7 +517,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
     plan->x_map_base = x;
   }
   jit::LaunchAttributes launch = plan->launch;
-  if (options.weights_just_written) launch.overlap_previous = false;  // (W is copied before the dependency wait)
+  if (options.weights_just_written) launch.overlap_previous = false;  // (W and the table are read before the wait)
   plan->kernel.kernel->launch(plan->grid, plan->block, plan->kernel.shared_bytes, options.stream, args, launch);
 }
 

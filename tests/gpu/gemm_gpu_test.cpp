@@ -253,14 +253,15 @@ TEST(GemmGpu, EarlyDependentLaunchesKeepChainedLayersCorrect) {
   chain.expect_matches_reference();
 }
 
-// Weights rewritten on the stream right before a GEMM (here a device-to-device copy of another weight's
-// codes and scales into them): with weights_just_written the GEMM reads the new ones.
+// Weights rewritten on the stream right before a GEMM (here device-to-device copies of another weight's codes,
+// scales and table into them; the kernels read all three before the dependency wait): with
+// weights_just_written the GEMM reads the new ones.
 TEST(GemmGpu, WeightsJustWrittenOnTheStreamAreTheOnesUsed) {
   REQUIRE_GPU();
   constexpr int64_t m = 4, n = 2048, k = 1024;
   const QuantizedWeight first = bench::random_quantized_weight(n, k, 4, 128, DType::bf16, ++g_seed);
-  QuantizedWeight second = bench::random_quantized_weight(n, k, 4, 128, DType::bf16, ++g_seed);
-  second.table = first.table;  // (the copy below moves codes and scales)
+  const QuantizedWeight second = bench::random_quantized_weight(n, k, 4, 128, DType::bf16, ++g_seed);
+  ASSERT_NE(first.table, second.table);  // (random tables: the copy of the table below must show)
   DeviceWeight target = DeviceWeight::upload(first);
   const DeviceWeight source = DeviceWeight::upload(second);
   const PackedShape s = packed_shape(n, k, 4, 128);
@@ -279,6 +280,9 @@ TEST(GemmGpu, WeightsJustWrittenOnTheStreamAreTheOnesUsed) {
                             cudaMemcpyDeviceToDevice, stream), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(const_cast<uint16_t*>(target.view().scales), source.view().scales,
                             pack_scales(second.scales.data(), n, k, 128).size() * 2, cudaMemcpyDeviceToDevice, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(const_cast<uint16_t*>(target.view().table), source.view().table, second.table.size() * 2,
+                            cudaMemcpyDeviceToDevice, stream),
             cudaSuccess);
   options.weights_just_written = true;
   gemm(dx, m, target.view(), nullptr, dout, options);
