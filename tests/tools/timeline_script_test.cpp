@@ -24,9 +24,15 @@ ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, con
   return r;
 }
 
-TEST(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+class TimelineScript : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  }
   TempDir dir;
+};
+
+TEST_F(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
   // two launches of one kernel: the first block's marks at 100 ... 4000 cycles, the last block's later;
   // globaltimer entries 2500 ns apart; a benchmark's own lines in between are ignored
   const ToolRun r = run_timeline_script(
@@ -46,9 +52,7 @@ TEST(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
   EXPECT_NE(r.out.find("first entry to last exit: median 3.60 us"), std::string::npos) << r.out;
 }
 
-TEST(TimelineScript, BlocksModeSpreadsEveryBlockOfOneLaunch) {
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  TempDir dir;
+TEST_F(TimelineScript, BlocksModeSpreadsEveryBlockOfOneLaunch) {
   // one launch (-DLUTMM_TIMELINE=2): three blocks, two of them on SM 4; main loops 2000, 3000, 4000 cycles
   const ToolRun r = run_timeline_script(
       "TL 80 blk 0 0 0 sm 3 gt 1000 5000 cyc 100 1000 3000 3100 3500\n"
@@ -62,9 +66,7 @@ TEST(TimelineScript, BlocksModeSpreadsEveryBlockOfOneLaunch) {
   EXPECT_NE(r.out.find("main loop on SMs that ran 2 block(s): median 1.75 us (2 blocks)"), std::string::npos) << r.out;
 }
 
-TEST(TimelineScript, SaysSoWhenNoKernelPrintedATimeline) {
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  TempDir dir;
+TEST_F(TimelineScript, SaysSoWhenNoKernelPrintedATimeline) {
   const ToolRun r = run_timeline_script("bench: 1 x 4096 x 4096\nmedian 7.0 us\n", dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("-DLUTMM_TIMELINE=1"), std::string::npos) << r.out;
