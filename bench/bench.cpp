@@ -100,7 +100,8 @@ struct WeightSet {
 
   const void* dense(int i) const { return dense_slab.as<char>() + static_cast<size_t>(i) * dense_stride; }
   // What the plain read of call i reads: the slab's copies in turn (copy 0 lives elsewhere, its scales apart
-  // from its codes; copies >= 2, so the slab holds at least one).
+  // from its codes; copies >= 2, so the slab holds at least one). Still L2-cold with one copy fewer: where the
+  // slab holds a single copy, that copy alone is over twice the L2 (rotation_copies).
   const void* read_span(int i) const {
     return lutmm_slab.as<char>() + lutmm_stride * static_cast<size_t>(i % (lutmm_copies.copies - 1));
   }
