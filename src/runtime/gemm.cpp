@@ -162,15 +162,17 @@ bool env_switch_on(const char* name) {
 // 64x1280x5120 on 128 x 32 8.9 -> 9.4: the reload was one latency-bound round either way, and the waiting
 // blocks keep their SMs from the stream's next kernel), the 128-row ones 2.6% (256x8192x8192), decode tiles
 // 5-10% (1x8192x8192 12.7 -> 13.7 with every split GEMM spread). So: 64-row tiles whose slots add up to >= 64
-// KB (LUTMM_SPLIT_SPREAD_BYTES). Never on a GPU shared through MPS (make_plan); LUTMM_SPLIT_SPREAD=0 turns it
-// off elsewhere (green contexts that hold part of the SMs, say).
+// KB (LUTMM_SPLIT_SPREAD_BYTES). At most 16 splits (the counter word's bits for the blocks that stop waiting).
+// Never on a GPU shared through MPS (make_plan: a client may get part of the SMs, and each block that finds
+// its siblings not resident waits ~20 us before it leaves its share to the last arrival, epilogue.cuh);
+// LUTMM_SPLIT_SPREAD=0 turns it off elsewhere (green contexts that hold part of the SMs, say).
 bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clusters) {
   static const bool enabled = env_switch_on("LUTMM_SPLIT_SPREAD");
   static const int64_t min_bytes = [] {
     const char* v = std::getenv("LUTMM_SPLIT_SPREAD_BYTES");
     return v != nullptr ? std::atoll(v) : 65536ll;
   }();
-  return enabled && !clusters && splits >= 2 && c.split_k != kStreamK && c.tile_m == 64 &&
+  return enabled && !clusters && splits >= 2 && splits <= 16 && c.split_k != kStreamK && c.tile_m == 64 &&
          std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
 }
 }  // namespace

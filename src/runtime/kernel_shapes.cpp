@@ -17,6 +17,9 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       make(128, 8, 128, 4, 4, 1), make(128, 8, 256, 3, 4, 1), make(256, 8, 128, 4, 8, 1),
       make(64, 16, 256, 3, 4, 1), make(128, 16, 128, 4, 4, 1), make(32, 16, 256, 4, 2, 1),
       make(256, 8, 128, 4, 4, 1), make(128, 8, 256, 2, 4, 1),
+      // M = 9..16 decode batches on the 256-deep k tiles that the tuner picks for M = 1..8 on the large layers
+      // (two 8-column blocks: each dequantized strip feeds two MMAs)
+      make(128, 16, 256, 3, 4, 1), make(128, 16, 256, 3, 4, 1, 1, 2),
       // a shallower pipeline compiled for a fourth resident block per SM: 16 warps instead of 8 (docs/NOTES.md,
       // v1.5; the two 8-warp shapes for a third block were dropped in session 8: no tuning of sessions 6-8
       // picked them, and their 85-register cap spilled once the cluster epilogue kept more loads in flight)

@@ -5,6 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+#include <string>
+#include <thread>
+
 #include "lutmm/lutmm.hpp"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/launch_choices.hpp"
@@ -65,16 +69,26 @@ TEST(GemmGpu, EveryBitsGroupDtypeCombination) {
         }
 }
 
-// Every valid config (splits included) on a few shapes that exercise partial tiles in M, N and K.
-TEST(GemmGpu, EveryConfigOnASubset) {
-  REQUIRE_GPU();
+// Every valid config (splits included) on a few shapes that exercise partial tiles in M, N and K, each shape a
+// test of its own (they compile most of the kernels: the GPU check runs tests in parallel shards).
+void expect_every_config_passes(int64_t m, int64_t n, int64_t k) {
   const DeviceInfo& dev = current_device_info();
-  for (const auto& s : std::vector<std::array<int64_t, 3>>{{1, 1152, 1152}, {77, 320, 768}, {300, 1152, 4096}}) {
-    for (int bits : {2, 3, 4}) {
-      const Problem p = problem(s[0], s[1], s[2], bits, group_for(s[2]), bits == 3 ? DType::f16 : DType::bf16);
-      for (const KernelConfig& c : valid_configs(p, dev)) expect_passes(p, c, bits == 4);
-    }
+  for (int bits : {2, 3, 4}) {
+    const Problem p = problem(m, n, k, bits, group_for(k), bits == 3 ? DType::f16 : DType::bf16);
+    for (const KernelConfig& c : valid_configs(p, dev)) expect_passes(p, c, bits == 4);
   }
+}
+TEST(GemmGpu, EveryConfigOnDecode) {
+  REQUIRE_GPU();
+  expect_every_config_passes(1, 1152, 1152);
+}
+TEST(GemmGpu, EveryConfigOnAConditioningBatch) {
+  REQUIRE_GPU();
+  expect_every_config_passes(77, 320, 768);
+}
+TEST(GemmGpu, EveryConfigOnMediumM) {
+  REQUIRE_GPU();
+  expect_every_config_passes(300, 1152, 4096);
 }
 
 // Each tile shape forced on a large-M problem too (valid_configs leaves big tiles out for small M only).
@@ -398,6 +412,30 @@ TEST(GemmGpu, SpreadSplitKMatchesReferenceAndIsDeterministic) {
     expect_forced_configs_pass(spread);
     expect_forced_configs_pass({last_arrival});
   }
+}
+
+// The spread sum's way out when its blocks are not all resident (a GPU shared with other work): a block that
+// has waited too long leaves its share to the last arrival (epilogue/epilogue.cuh). With no patience at all
+// (-DLUTMM_SPREAD_PATIENCE_NS=0) every block but the last leaves at once, so the last arrival sums the shares
+// of the others: still against the reference and bitwise the same run after run. On a thread of its own, whose
+// launch plans (thread-local) are built afresh with the option.
+TEST(GemmGpu, SpreadSplitKBlocksThatStopWaitingLeaveTheirShareToTheLastArrival) {
+  REQUIRE_GPU();
+  std::vector<ForcedCase> spread = {{64, 4096, 4096, 4, 128, "sm80_n128_m64_k64_s4_w4x1_sk4_lutsmem256"},
+                                    {77, 4096, 4096, 3, 32, "sm80_n128_m64_k64_s4_w4x1_sk2_lutsmem"}};
+  if (current_device_info().arch() == 90) {
+    spread.push_back({64, 4096, 4096, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk4_lutsmem256"});
+    spread.push_back({63, 1280, 5120, 4, 128, "sm90_n128_m64_k128_s4_w8x1_sk5_lutsmem256"});
+    spread.push_back({77, 4096, 2048, 3, 64, "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem_ws"});
+  }
+  const char* const saved = std::getenv("LUTMM_NVRTC_OPTIONS");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("LUTMM_NVRTC_OPTIONS", "-DLUTMM_SPREAD_PATIENCE_NS=0", 1);
+  std::thread([&] { expect_forced_configs_pass(spread); }).join();
+  if (saved != nullptr)
+    ::setenv("LUTMM_NVRTC_OPTIONS", restore.c_str(), 1);
+  else
+    ::unsetenv("LUTMM_NVRTC_OPTIONS");
 }
 
 // x multicast (sm90 family, _mcN): pairs or fours of column tiles in a cluster share each x tile through TMA

@@ -7,7 +7,8 @@
 //    result is bitwise the same whoever arrives last), stores, and resets the counter for the next launch;
 //    or, in the SplitSpread<K> kernels, which the runtime launches only where every block of the grid is
 //    resident at once, all S blocks wait for the S-th arrival and each sums and stores a 1/S share of the
-//    tile (same order, same bits): one block reloading all S slots was bound by its SM's L2 bandwidth (1.7
+//    tile (same order, same bits; a block that waits too long leaves its share to the last arrival, so a
+//    broken residency promise costs time, never a hang): one block reloading all S slots was bound by its SM's L2 bandwidth (1.7
 //    us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md v1.15). A variant of its own
 //    rather than a launch parameter, because any change to the epilogue moves the register allocation of
 //    the (inlined) main loop (v1.12) and the other kernels stay as they were;
@@ -21,6 +22,15 @@
 #include "lutmm/ptx/memory.cuh"
 
 namespace lutmm::epilogue {
+
+// How long a block of the spread split-K sum (SplitSpread<K>, finish) waits for its tile's other splits before
+// it leaves its share to the last arrival. Far above a normal wait (the splits of a one-wave grid arrive
+// within a few us of each other); -DLUTMM_SPREAD_PATIENCE_NS=0 makes every early block leave (a GPU test
+// runs the fallback that way).
+#ifndef LUTMM_SPREAD_PATIENCE_NS
+#define LUTMM_SPREAD_PATIENCE_NS 20000
+#endif
+inline constexpr long long kSpreadPatienceNs = LUTMM_SPREAD_PATIENCE_NS;
 
 // add: += into the tile (the second and later warp groups of a k-split block) instead of =.
 template <class K>
@@ -137,20 +147,56 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   __syncthreads();
   uint32_t* const counter = p.tile_counters + tile_id;
   if constexpr (K::kSplitSpread) {
-    // The arrivals count up from 0; the last resets the counter at once (the next launch, which cannot start
-    // before every block of this one has left, finds 0), so a waiting block, which saw `old` on arriving,
-    // knows all have arrived when the count reaches S or falls back to `old` or below. The reset is a release
-    // after the last arrival's acquire: a block that reads the 0 sees every slot as one that reads S does.
+    // The counter word holds the arrivals in bits 0..15 and, in bits 16..31, a bit per split whose block
+    // stopped waiting (splits <= 16: runtime/gemm.cpp, spread_pays). The arrivals count up from 0; the last
+    // resets the word at once (the next launch, which cannot start before every block of this one has left,
+    // finds 0), so a waiting block, which saw `arrived` others on arriving, knows all have arrived when the
+    // count reaches S or falls back to `arrived` or below. The reset is a release after the last arrival's
+    // acquire: a block that reads the 0 sees every slot as one that reads S does.
+    // The runtime launches this variant only where the whole grid is resident at once, but a GPU shared
+    // with other work (time slicing, green contexts holding part of the SMs, MPS) can break that promise.
+    // So no block waits forever: one that has waited kSpreadPatienceNs sets its split's bit while the count
+    // is still below S (a compare-and-swap, so never after the last arrival) and leaves, and the last
+    // arrival sums the share of every split whose bit it finds besides its own. Each share is summed once,
+    // by the same code in split order, so the output is bitwise the same whoever sums it.
+    // Thread 0 decides; the decision reaches the other threads through the staged tile's first word (every
+    // thread is past its reads of the tile: the barrier above): the shares to sum as a split mask, 0 to leave.
+    uint32_t* const decision = reinterpret_cast<uint32_t*>(tile);
     if (tid == 0) {
-      const uint32_t old = ptx::atomic_add_acq_rel_gpu(counter, 1u), all = static_cast<uint32_t>(splits());
-      if (old == all - 1) {
+      const uint32_t all = static_cast<uint32_t>(splits()), own = 1u << split;
+      const uint32_t old = ptx::atomic_add_acq_rel_gpu(counter, 1u), arrived = old & 0xffffu;
+      uint32_t shares = own;
+      if (arrived == all - 1) {
         ptx::store_release_gpu(counter, 0u);
+        shares |= old >> 16;
       } else {
-        for (uint32_t c = old + 1; c < all && c > old; c = ptx::load_acquire_gpu(counter)) __nanosleep(32);
+        // (the clock read at the first look and every 16th after it: a waiting block reacts to the last
+        // arrival as soon as without the patience)
+        const uint32_t since = static_cast<uint32_t>(ptx::global_timer_ns());  // (differences mod 2^32 ns)
+        for (uint32_t seen = old + 1, looks = 1;; ++looks) {
+          const uint32_t count = seen & 0xffffu;
+          if (count >= all || count <= arrived) break;  // all have arrived (or the last has reset the word)
+          if (looks % 16 == 1 &&
+              static_cast<uint32_t>(ptx::global_timer_ns()) - since >= static_cast<uint32_t>(kSpreadPatienceNs)) {
+            const uint32_t found = ptx::atomic_cas_acq_rel_gpu(counter, seen, seen | (own << 16));
+            if (found == seen) {
+              shares = 0;  // the last arrival sums this share
+              break;
+            }
+            seen = found;
+            continue;
+          }
+          __nanosleep(32);
+          seen = ptx::load_acquire_gpu(counter);
+        }
       }
+      *decision = shares;
     }
     __syncthreads();  // (thread 0's acquire, then the barrier: every slot is visible to every thread)
-    store_spread_sum<K>(p, slots, n0, m0, split, splits(), tid);
+    const uint32_t shares = *decision;
+#pragma unroll 1
+    for (int s = 0; s < splits(); ++s)
+      if ((shares >> s) & 1u) store_spread_sum<K>(p, slots, n0, m0, s, splits(), tid);
     return;
   }
   const bool last = __syncthreads_or(tid == 0 && ptx::atomic_add_acq_rel_gpu(counter, 1u) ==

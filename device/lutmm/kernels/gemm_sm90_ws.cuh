@@ -95,10 +95,11 @@ LUTMM_DEVICE void gemm_sm90_ws(const GemmParams& p, const ptx::TensorMap* x_map)
 
   // ---- the consumers: warps 0 .. kWarpsN - 1, warp w owning 16-row strip w ----
   const int strip = warp;
-  if (p.dependents_early) ptx::allow_dependent_launch();
-  ptx::grid_dependency_wait();  // (before the table and any output: the previous kernel may write them)
-  timeline.mark(1);
+  // The table before the dependency wait, as the W copies (it is part of the weights: gemm_sm90.cuh)
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+  if (p.dependents_early) ptx::allow_dependent_launch();
+  ptx::grid_dependency_wait();  // (before any output: the previous kernel may read or write it)
+  timeline.mark(1);
   if constexpr (K::kSharedLut) ptx::named_barrier_sync(kConsumerBarrier, K::kThreads);  // the shared table
 
   const uint64_t desc0 = mma::wgmma_desc_k_major_sw128(ptx::smem_addr(Layout::x(pipe, 0)));  // (gemm_sm90)

@@ -101,6 +101,23 @@ LUTMM_DEVICE uint32_t load_acquire_gpu(const uint32_t* address) {
   return v;
 }
 
+// Compare-and-swap with acquire-release semantics at GPU scope: returns the value found (== expected: swapped).
+LUTMM_DEVICE uint32_t atomic_cas_acq_rel_gpu(uint32_t* address, uint32_t expected, uint32_t desired) {
+  uint32_t found;
+  asm volatile("atom.cas.acq_rel.gpu.global.b32 %0, [%1], %2, %3;\n"
+               : "=r"(found)
+               : "l"(address), "r"(expected), "r"(desired)
+               : "memory");
+  return found;
+}
+
+// Nanoseconds on the GPU's global timer (one clock for all SMs; it may advance in steps of up to ~1 us).
+LUTMM_DEVICE uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
