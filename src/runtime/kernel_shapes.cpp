@@ -19,7 +19,11 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       make(256, 8, 128, 4, 4, 1), make(128, 8, 256, 2, 4, 1),
       // M = 9..16 decode batches on the 256-deep k tiles that the tuner picks for M = 1..8 on the large layers
       // (two 8-column blocks: each dequantized strip feeds two MMAs)
-      make(128, 16, 256, 3, 4, 1), make(128, 16, 256, 3, 4, 1, 1, 2),
+      make(128, 16, 256, 3, 4, 1),
+      // seven warps (tiles of 224 or 112 rows): the tuner picks them for a few small layers (8 x 6912 x 256 2.64 ->
+      // 2.15 us, 2 x 1536 x 2048 2.95 -> 2.86; docs/NOTES.md v1.17); on the 7 x 2^k-row layers they were meant for
+      // (N = 14336, 28672: 256 blocks instead of 224 or Stream-K) they lost to the four-strip warps
+      make(224, 8, 128, 4, 7, 1), make(112, 8, 256, 3, 7, 1),
       // a shallower pipeline compiled for a fourth resident block per SM: 16 warps instead of 8 (docs/NOTES.md,
       // v1.5; the two 8-warp shapes for a third block were dropped in session 8: no tuning of sessions 6-8
       // picked them, and their 85-register cap spilled once the cluster epilogue kept more loads in flight)
