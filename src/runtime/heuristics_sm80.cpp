@@ -89,6 +89,10 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 4> decode8_wide{
       {{128, 8, 256, 4}, {128, 8, 128, 4}, {64, 8, 128, 4}, {64, 8, 64, 4}}};
   static constexpr std::array<TileChoice, 3> decode16{{{128, 16, 128, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
+  // 4-bit, M = 9..16 on weights over 16M values: the 256-deep k tiles of decode8_b4 (session 13's tuning picked
+  // them on 4096 x 14336, 8192 x 8192 and 14336 x 4096 over the 128-deep ones: 1.06-1.07x, docs/NOTES.md v1.17)
+  static constexpr std::array<TileChoice, 4> decode16_b4{
+      {{128, 16, 256, 4, 1, 3}, {128, 16, 128, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
   // four strips per warp
   static constexpr std::array<TileChoice, 1> strips4_m16{{{256, 16, 128, 4}}};
   static constexpr std::array<TileChoice, 1> strips4_m32{{{256, 32, 128, 4}}};
@@ -191,7 +195,9 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
                    : (mid_weight ? std::span<const TileChoice>(decode8_mid) : std::span<const TileChoice>(decode8));
     }
   } else if (p.m <= 16) {
-    prefs = decode16;
+    const bool deep = p.bits == 4 && !mid_weight;
+    prefs = deep ? std::span<const TileChoice>(decode16_b4) : std::span<const TileChoice>(decode16);
+    if (deep) lut = LutPlacement::shared_wide;
   } else if (p.m > 32 && p.m <= 64) {
     prefs = mid_weight ? std::span<const TileChoice>(medium64_mid) : std::span<const TileChoice>(medium64);
     lut = mid_weight ? LutPlacement::registers : pair_table;
