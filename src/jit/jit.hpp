@@ -98,6 +98,9 @@ class LoadedKernel {
   // Blocks of block_threads threads and shared_bytes of dynamic shared memory one SM holds at once (its
   // registers, shared memory and thread limits; cuOccupancyMaxActiveBlocksPerMultiprocessor).
   int max_active_blocks_per_sm(int block_threads, int shared_bytes) const;
+  // How many clusters of 1 x 1 x cluster_z blocks the GPU holds at once (a cluster's blocks share a GPC, so
+  // this can be less than the blocks per SM times the SMs over cluster_z).
+  int max_active_clusters(dim3 block, int shared_bytes, unsigned int cluster_z) const;
   void launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
               const LaunchAttributes& attributes = {}) const;
   const std::string& name() const { return name_; }

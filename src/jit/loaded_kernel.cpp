@@ -25,6 +25,7 @@ struct DriverApi {
   CUresult (*module_unload)(CUmodule) = nullptr;
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*occupancy_max_active_blocks)(int*, CUfunction, int, size_t) = nullptr;
+  CUresult (*occupancy_max_active_clusters)(int*, CUfunction, const CUlaunchConfig*) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                             unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
   CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
@@ -79,6 +80,7 @@ const DriverApi& driver() {
     resolve("cuModuleUnload", a.module_unload);
     resolve("cuFuncSetAttribute", a.func_set_attribute);
     resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks);
+    resolve("cuOccupancyMaxActiveClusters", a.occupancy_max_active_clusters);
     resolve("cuLaunchKernel", a.launch_kernel);
     resolve("cuLaunchKernelEx", a.launch_kernel_ex);
     resolve("cuGetErrorString", a.get_error_string);
@@ -166,6 +168,27 @@ int LoadedKernel::max_active_blocks_per_sm(int block_threads, int shared_bytes) 
                                              static_cast<size_t>(shared_bytes)),
         "cannot compute the occupancy of kernel '" + name_ + "'");
   return blocks;
+}
+
+int LoadedKernel::max_active_clusters(dim3 block, int shared_bytes, unsigned int cluster_z) const {
+  if (function_ == nullptr) throw_error("max_active_clusters on a LoadedKernel that holds no kernel");
+  if (cluster_z == 0) throw_argument_error("cluster_z", "a cluster depth >= 1", "0");
+  ensure_runtime_on_this_thread();
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = 1;
+  cluster.value.clusterDim.y = 1;
+  cluster.value.clusterDim.z = cluster_z;
+  CUlaunchConfig config{};
+  config.gridDimX = 1; config.gridDimY = 1; config.gridDimZ = cluster_z;  // (a multiple of the cluster)
+  config.blockDimX = block.x; config.blockDimY = block.y; config.blockDimZ = block.z;
+  config.sharedMemBytes = static_cast<unsigned int>(shared_bytes);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  check(driver().occupancy_max_active_clusters(&clusters, static_cast<CUfunction>(function_), &config),
+        "cannot compute the cluster occupancy of kernel '" + name_ + "'");
+  return clusters;
 }
 
 void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,

@@ -341,6 +341,25 @@ bool cluster_split_k(const DeviceInfo& dev, const PackedShape& ps, int64_t block
          blocks <= 2ll * dev.sm_count;
 }
 
+// Past cluster_split_k's size rule: W of up to 4 MB where the kernel holds one block per SM (so a cluster's
+// blocks cannot crowd onto fewer SMs than the plain grid's), the grid has at most one block per SM and the
+// driver says every cluster of it is resident at once (a cluster's blocks share a GPC: 40 clusters of three
+// 130 KB blocks did not fit on the H200, and 256 x 1280 x 5120 ran 1.8x slower under a rule on size alone).
+// Not where the spread split-K sum pays (measured good there, v1.15). On the H200 (docs/NOTES.md v1.17):
+// 1024 x 1152 x 4608 34.2 -> 30.9 us, 1024 x 1280 x 5120 37.3 -> 34.0, 64 x 1280 x 5120 8.30 -> 8.12.
+bool clusters_fit_one_wave(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, const PackedShape& ps,
+                           int64_t blocks, int splits) {
+  static const bool enabled = env_switch_on("LUTMM_CLUSTER_SPLITK");
+  if (!enabled || dev.arch() < 90 || splits < 2 || splits > 8 || blocks > dev.sm_count ||
+      ps.words() * 4 > (4ll << 20) || spread_pays(c, p, splits, /*clusters=*/false))
+    return false;
+  const ReadyKernel k = ready_kernel(p, c, dev);
+  if (k.kernel->max_active_blocks_per_sm(c.threads(), k.shared_bytes) != 1) return false;
+  const int fit = k.kernel->max_active_clusters(dim3(static_cast<unsigned>(c.threads())), k.shared_bytes,
+                                                static_cast<unsigned>(splits));
+  return static_cast<int64_t>(fit) * splits >= blocks;
+}
+
 // Whether the stream's next kernel may launch at the start of this grid (GemmParams::dependents_early)
 // rather than after its main loop. Early, the next kernel's blocks wait in whatever room this grid leaves,
 // so only where that room cannot pack them onto a few SMs (v1.5: 64x1280x1280 2x slower, launched early):
@@ -402,7 +421,8 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
     if (c.x_multicast > 1)  // (config_invalid_reason: n_tiles is a multiple; splits reduce through the workspace)
       plan.launch.cluster_x = static_cast<unsigned>(c.x_multicast);
-    else if (cluster_split_k(dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
+    else if (const int64_t b = static_cast<int64_t>(n_tiles) * m_tiles * plan.splits;
+             cluster_split_k(dev, ps, b, plan.splits) || clusters_fit_one_wave(p, c, dev, ps, b, plan.splits))
       plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
   }
   plan.workspace_need = split_k_workspace(c, p, dev);
@@ -435,7 +455,7 @@ LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   key.device = device;
   bool cacheable = false;
   const Plan plan = make_plan(key, p, device_info(device), options, cacheable);
-  return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread};
+  return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread, plan.launch.cluster_z > 1};
 }
 
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {

@@ -12,6 +12,7 @@ struct LaunchChoices {
   bool overlap_previous = false;
   bool dependents_early = false;
   bool split_spread = false;  // (runtime/gemm.cpp: spread_pays, one_wave)
+  bool cluster_split = false;  // the splits of a tile add up in a thread-block cluster
 };
 
 LaunchChoices launch_choices(const Problem& p, const KernelConfig& c);

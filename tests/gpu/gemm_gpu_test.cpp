@@ -330,16 +330,20 @@ TEST(GemmGpu, SplitKIsDeterministic) {
     expect_deterministic(problem(5, 4096, 4096, 4, 128, DType::bf16), name, 4);
 }
 
-// Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);
-// elsewhere, and for larger ones, through the global workspace. Both must match the reference and be
-// bitwise deterministic; these shapes take the cluster path on an H200 (W <= 2.5 MB, <= 2 blocks per SM).
+// Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k,
+// clusters_fit_one_wave); elsewhere, and for larger ones, through the global workspace. Both must match the
+// reference and be bitwise deterministic; these shapes take the cluster path on an H200.
 TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
-  for (auto [m, n, k, name] : std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>>{
-           {3, 1152, 1152, "sm80_n64_m8_k128_s4_w4x1_sk4_lutsmem"},
-           {8, 1536, 2048, "sm80_n64_m8_k128_s4_w4x1_sk8_lutreg"},
-           {77, 640, 2048, "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg"}}) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>> cases = {
+      {3, 1152, 1152, "sm80_n64_m8_k128_s4_w4x1_sk4_lutsmem"},
+      {8, 1536, 2048, "sm80_n64_m8_k128_s4_w4x1_sk8_lutreg"},
+      {77, 640, 2048, "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg"}};
+  const bool h200_like = current_device_info().arch() == 90 && current_device_info().sm_count >= 132;
+  if (h200_like) cases.push_back({64, 1280, 5120, "sm90_n128_m32_k128_s4_w8x1_sk5_lutsmem256"});  // 3.3 MB, 100 blocks
+  for (auto [m, n, k, name] : cases) {
     const Problem p = problem(m, n, k, 4, 128, DType::bf16);
+    if (h200_like) EXPECT_TRUE(launch_choices(p, KernelConfig::parse(name)).cluster_split) << name;
     expect_passes(p, KernelConfig::parse(name), /*bias=*/m == 8);
     expect_deterministic(p, name, 3);
   }
