@@ -3,15 +3,15 @@
 //  * one split: add bias, round to the dtype, 16-byte stores of 8 outputs (N is a multiple of 8).
 //  * several splits (split-K, or the blocks that share a tile under Stream-K): every block writes its float
 //    tile to its own workspace slot; the block that arrives last at the tile's counter sums the slots in
-//    split order 0, 1, ..., S-1 (a fixed order, so the
-//    result is bitwise the same whoever arrives last), stores, and resets the counter for the next launch;
+//    split order 0, 1, ..., S-1 (a fixed order, so the result is bitwise the same whoever arrives last),
+//    stores, and resets the counter for the next launch;
 //    or, in the SplitSpread<K> kernels, which the runtime launches only where every block of the grid is
 //    resident at once, all S blocks wait for the S-th arrival and each sums and stores a 1/S share of the
 //    tile (same order, same bits; a block that waits too long leaves its share to the last arrival, so a
-//    broken residency promise costs time, never a hang): one block reloading all S slots was bound by its SM's L2 bandwidth (1.7
-//    us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md v1.15). A variant of its own
-//    rather than a launch parameter, because any change to the epilogue moves the register allocation of
-//    the (inlined) main loop (v1.12) and the other kernels stay as they were;
+//    broken residency promise costs time, never a hang): one block reloading all S slots was bound by its
+//    SM's L2 bandwidth (1.7 us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md
+//    v1.15). A variant of its own rather than a launch parameter, because any change to the epilogue moves
+//    the register allocation of the (inlined) main loop (v1.12) and the other kernels stay as they were;
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
 //    shared-memory tiles directly, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
