@@ -330,30 +330,26 @@ bool dependent_launch(const DeviceInfo& dev) {
 
 // sm_90+: the splits of an output tile run as one thread-block cluster and add up their partial tiles
 // through distributed shared memory (epilogue::finish_in_cluster) instead of a workspace in global memory.
-// Only for small GEMMs: a cluster's blocks are placed together, which on the H200 packed larger grids onto
-// fewer SMs (1x8192x28672: 39.4 -> 60.7 us, 1x4096x4096: 8.6 -> 9.5), while small ones gained 0.5-0.9 us
-// (8x1152x1152: 4.17 -> 3.64, 2x3072x1536: 5.51 -> 4.62; docs/NOTES.md, v1.6). So: at most 8 splits
-// (the portable cluster size), W of at most 2.5 MB and at most two blocks per SM.
+// At most 8 splits (the portable cluster size), and only where the clusters cannot cost the grid SMs: a
+// cluster's blocks are placed together (in one GPC), which on the H200 packed larger grids onto fewer SMs
+// (1x8192x28672: 39.4 -> 60.7 us, 1x4096x4096: 8.6 -> 9.5) while small ones gained 0.5-0.9 us (8x1152x1152:
+// 4.17 -> 3.64, 2x3072x1536: 5.51 -> 4.62; docs/NOTES.md, v1.6). So either
+//  * W of at most 2.5 MB and at most two blocks per SM, or
+//  * W of up to 4 MB where the kernel holds one block per SM (a cluster's blocks cannot crowd onto fewer SMs
+//    than the plain grid's), the grid has at most one block per SM, the driver says every cluster of it is
+//    resident at once (40 clusters of three 130 KB blocks did not fit on the H200: 256 x 1280 x 5120 ran 1.8x
+//    slower under a rule on size alone) and the spread split-K sum does not pay (measured good there,
+//    v1.15). On the H200 (v1.17): 1024 x 1152 x 4608 34.2 -> 30.9 us, 1024 x 1280 x 5120 37.3 -> 34.0,
+//    64 x 1280 x 5120 8.30 -> 8.12.
 // LUTMM_CLUSTER_SPLITK=0 turns it off (for comparisons).
-bool cluster_split_k(const DeviceInfo& dev, const PackedShape& ps, int64_t blocks, int splits) {
+bool cluster_split_k(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, const PackedShape& ps,
+                     int64_t blocks, int splits) {
   static const bool enabled = env_switch_on("LUTMM_CLUSTER_SPLITK");
-  return enabled && dev.arch() >= 90 && splits >= 2 && splits <= 8 && ps.words() * 4 <= (5ll << 19) &&
-         blocks <= 2ll * dev.sm_count;
-}
-
-// Past cluster_split_k's size rule: W of up to 4 MB where the kernel holds one block per SM (so a cluster's
-// blocks cannot crowd onto fewer SMs than the plain grid's), the grid has at most one block per SM and the
-// driver says every cluster of it is resident at once (a cluster's blocks share a GPC: 40 clusters of three
-// 130 KB blocks did not fit on the H200, and 256 x 1280 x 5120 ran 1.8x slower under a rule on size alone).
-// Not where the spread split-K sum pays (measured good there, v1.15). On the H200 (docs/NOTES.md v1.17):
-// 1024 x 1152 x 4608 34.2 -> 30.9 us, 1024 x 1280 x 5120 37.3 -> 34.0, 64 x 1280 x 5120 8.30 -> 8.12.
-bool clusters_fit_one_wave(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, const PackedShape& ps,
-                           int64_t blocks, int splits) {
-  static const bool enabled = env_switch_on("LUTMM_CLUSTER_SPLITK");
-  if (!enabled || dev.arch() < 90 || splits < 2 || splits > 8 || blocks > dev.sm_count ||
-      ps.words() * 4 > (4ll << 20) || spread_pays(c, p, splits, /*clusters=*/false))
-    return false;
-  const ReadyKernel k = ready_kernel(p, c, dev);
+  if (!enabled || dev.arch() < 90 || splits < 2 || splits > 8) return false;
+  const int64_t w_bytes = ps.words() * 4;
+  if (w_bytes <= (5ll << 19) && blocks <= 2ll * dev.sm_count) return true;
+  if (w_bytes > (4ll << 20) || blocks > dev.sm_count || spread_pays(c, p, splits, /*clusters=*/false)) return false;
+  const ReadyKernel k = ready_kernel(p, c, dev);  // (the kernel a cluster launch runs)
   if (k.kernel->max_active_blocks_per_sm(c.threads(), k.shared_bytes) != 1) return false;
   const int fit = k.kernel->max_active_clusters(dim3(static_cast<unsigned>(c.threads())), k.shared_bytes,
                                                 static_cast<unsigned>(splits));
@@ -421,8 +417,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
     if (c.x_multicast > 1)  // (config_invalid_reason: n_tiles is a multiple; splits reduce through the workspace)
       plan.launch.cluster_x = static_cast<unsigned>(c.x_multicast);
-    else if (const int64_t b = static_cast<int64_t>(n_tiles) * m_tiles * plan.splits;
-             cluster_split_k(dev, ps, b, plan.splits) || clusters_fit_one_wave(p, c, dev, ps, b, plan.splits))
+    else if (cluster_split_k(p, c, dev, ps, static_cast<int64_t>(n_tiles) * m_tiles * plan.splits, plan.splits))
       plan.launch.cluster_z = static_cast<unsigned>(plan.splits);
   }
   plan.workspace_need = split_k_workspace(c, p, dev);

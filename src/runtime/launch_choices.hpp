@@ -1,9 +1,9 @@
 #pragma once
 // How gemm() launches a problem with a config on the current device: as a programmatic dependent of the
 // stream's previous kernel (sm_90+), and whether it lets the stream's next kernel launch at its start
-// (GemmParams::dependents_early) or only after its main loop; and whether it runs the kernel variant whose
-// splits of a tile sum it together (epilogue/epilogue.cuh: SplitSpread). For tests and tools; gemm() decides
-// the same.
+// (GemmParams::dependents_early) or only after its main loop; whether it runs the kernel variant whose
+// splits of a tile sum it together (epilogue/epilogue.cuh: SplitSpread), and whether the splits reduce in a
+// thread-block cluster. For tests and tools; gemm() decides the same.
 #include "lutmm/config.hpp"
 
 namespace lutmm {
@@ -12,7 +12,7 @@ struct LaunchChoices {
   bool overlap_previous = false;
   bool dependents_early = false;
   bool split_spread = false;  // (runtime/gemm.cpp: spread_pays, one_wave)
-  bool cluster_split = false;  // the splits of a tile add up in a thread-block cluster
+  bool cluster_split = false;  // (runtime/gemm.cpp: cluster_split_k)
 };
 
 LaunchChoices launch_choices(const Problem& p, const KernelConfig& c);

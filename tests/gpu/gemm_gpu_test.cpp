@@ -330,9 +330,10 @@ TEST(GemmGpu, SplitKIsDeterministic) {
     expect_deterministic(problem(5, 4096, 4096, 4, 128, DType::bf16), name, 4);
 }
 
-// Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k,
-// clusters_fit_one_wave); elsewhere, and for larger ones, through the global workspace. Both must match the
-// reference and be bitwise deterministic; these shapes take the cluster path on an H200.
+// Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);
+// elsewhere, and for larger ones, through the global workspace. Both must match the reference and be
+// bitwise deterministic; these shapes take the cluster path on an H200 (64 x 1280 x 5120 by its rule for
+// grids whose clusters all fit at once).
 TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
   std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>> cases = {
