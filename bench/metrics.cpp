@@ -107,7 +107,7 @@ std::string csv_field(const std::string& text) {
 std::string bench_csv_header() {
   return "device,m,n,k,label,bits,group,dtype,config,status,lutmm_us,cublas_us,speedup,tbps,tflops,floor_us,"
          "pct_floor,bytes,flops,host_us,compile_ms,rel_err_vs_cublas,lutmm_copies,dense_copies,lutmm_calls,"
-         "dense_calls,l2_cold,hbm_read_tbps,dense_bf16_tflops,read_us,pct_read";
+         "dense_calls,l2_cold,hbm_read_tbps,dense_bf16_tflops,read_us,pct_read,launch";
 }
 
 void write_bench_csv(const std::string& path, const std::vector<BenchRow>& rows, const Ceilings& ceilings,
@@ -138,6 +138,7 @@ void write_bench_csv(const std::string& path, const std::vector<BenchRow>& rows,
       }
       line += fmt::format("{:.4g},{:.4g},", ceilings.read_bytes_per_s / 1e12, ceilings.dense_flops_per_s / 1e12);
       line += r.timed() && r.read_us > 0 ? fmt::format("{:.2f},{:.4g}", r.read_us, r.pct_read()) : std::string(",");
+      line += "," + csv_field(r.launch);
       f << line << '\n';
     }
     f.flush();

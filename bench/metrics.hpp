@@ -60,6 +60,9 @@ struct BenchRow {
   DType dtype = DType::bf16;
   std::string config;
   std::string config_source;      // where the config came from: forced, database, tuned or heuristic
+  std::string launch;             // how gemm() launched it, beyond the config: "cluster" (split-K in a
+                                  // thread-block cluster), "spread" (SplitSpread), "early" (next kernel at our
+                                  // start), joined by '+'; empty: none of these
   std::string status = "ok";
   double lutmm_us = 0, cublas_us = 0;
   // A plain read of the same weight bytes (packed codes and scales) with the same rotation, in a graph of as many

@@ -335,12 +335,14 @@ bool dependent_launch(const DeviceInfo& dev) {
 // (1x8192x28672: 39.4 -> 60.7 us, 1x4096x4096: 8.6 -> 9.5) while small ones gained 0.5-0.9 us (8x1152x1152:
 // 4.17 -> 3.64, 2x3072x1536: 5.51 -> 4.62; docs/NOTES.md, v1.6). So either
 //  * W of at most 2.5 MB and at most two blocks per SM, or
-//  * W of up to 4 MB where the kernel holds one block per SM (a cluster's blocks cannot crowd onto fewer SMs
-//    than the plain grid's), the grid has at most one block per SM, the driver says every cluster of it is
-//    resident at once (40 clusters of three 130 KB blocks did not fit on the H200: 256 x 1280 x 5120 ran 1.8x
-//    slower under a rule on size alone) and the spread split-K sum does not pay (measured good there,
-//    v1.15). On the H200 (v1.17): 1024 x 1152 x 4608 34.2 -> 30.9 us, 1024 x 1280 x 5120 37.3 -> 34.0,
-//    64 x 1280 x 5120 8.30 -> 8.12.
+//  * the driver says every cluster of the grid is resident at once (40 clusters of three 130 KB blocks did
+//    not fit on the H200: 256 x 1280 x 5120 ran 1.8x slower under a rule on size alone), the spread split-K
+//    sum does not pay (measured good there, v1.15), and the clusters cannot crowd the grid onto fewer SMs
+//    than its plain launch: either the plain grid has more blocks than SMs (some SMs hold two anyway:
+//    1 x 14336 x 4096, 224 blocks of two splits, 11.69 -> 11.36 us, v1.18), or it has at most one block per
+//    SM and the kernel holds only one (W up to 4 MB there, v1.17: 1024 x 1152 x 4608 34.2 -> 30.9 us, 1024 x
+//    1280 x 5120 37.3 -> 34.0, 64 x 1280 x 5120 8.30 -> 8.12). Not a grid of at most one block per SM of a
+//    kernel that holds more: 16 x 4096 x 4096, 128 blocks in clusters of four, ran 1.22x slower (v1.18).
 // LUTMM_CLUSTER_SPLITK=0 turns it off (for comparisons).
 bool cluster_split_k(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, const PackedShape& ps,
                      int64_t blocks, int splits) {
@@ -348,9 +350,12 @@ bool cluster_split_k(const Problem& p, const KernelConfig& c, const DeviceInfo& 
   if (!enabled || dev.arch() < 90 || splits < 2 || splits > 8) return false;
   const int64_t w_bytes = ps.words() * 4;
   if (w_bytes <= (5ll << 19) && blocks <= 2ll * dev.sm_count) return true;
-  if (w_bytes > (4ll << 20) || blocks > dev.sm_count || spread_pays(c, p, splits, /*clusters=*/false)) return false;
+  if (spread_pays(c, p, splits, /*clusters=*/false)) return false;
   const ReadyKernel k = ready_kernel(p, c, dev);  // (the kernel a cluster launch runs)
-  if (k.kernel->max_active_blocks_per_sm(c.threads(), k.shared_bytes) != 1) return false;
+  const bool doubled_anyway = blocks > dev.sm_count;
+  if (!doubled_anyway &&
+      (w_bytes > (4ll << 20) || k.kernel->max_active_blocks_per_sm(c.threads(), k.shared_bytes) != 1))
+    return false;
   const int fit = k.kernel->max_active_clusters(dim3(static_cast<unsigned>(c.threads())), k.shared_bytes,
                                                 static_cast<unsigned>(splits));
   return static_cast<int64_t>(fit) * splits >= blocks;

@@ -163,6 +163,7 @@ TEST(Csv, WritesEveryColumnForTimedAndSkippedRows) {
   timed.lutmm_us = 10.0;
   timed.cublas_us = 12.0;
   timed.read_us = 8.0;
+  timed.launch = "cluster+early";
   timed.bytes = traffic(300, 1152, 4096, 4, 128).total();
   timed.flops = gemm_flops(300, 1152, 4096);
   timed.floor_us = 3.77;
@@ -217,6 +218,8 @@ TEST(Csv, WritesEveryColumnForTimedAndSkippedRows) {
   EXPECT_EQ(col(a, "pct_read"), "80");
   EXPECT_EQ(col(b, "read_us"), "");
   EXPECT_EQ(col(b, "pct_read"), "");
+  EXPECT_EQ(col(a, "launch"), "cluster+early");
+  EXPECT_EQ(col(b, "launch"), "");
   EXPECT_EQ(col(b, "status"), skipped.status);
   EXPECT_EQ(col(b, "group"), "40");
   EXPECT_EQ(col(b, "lutmm_us"), "");

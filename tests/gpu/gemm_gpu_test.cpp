@@ -332,8 +332,8 @@ TEST(GemmGpu, SplitKIsDeterministic) {
 
 // Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);
 // elsewhere, and for larger ones, through the global workspace. Both must match the reference and be
-// bitwise deterministic; these shapes take the cluster path on an H200 (64 x 1280 x 5120 by its rule for
-// grids whose clusters all fit at once).
+// bitwise deterministic; these shapes take the cluster path on an H200 (64 x 1280 x 5120 and 1 x 14336 x 4096
+// by its rule for grids whose clusters all fit at once: one block per SM, and more blocks than SMs).
 TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
   REQUIRE_GPU();
   std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>> cases = {
@@ -341,7 +341,14 @@ TEST(GemmGpu, SmallSplitKMatchesReferenceAndIsDeterministic) {
       {8, 1536, 2048, "sm80_n64_m8_k128_s4_w4x1_sk8_lutreg"},
       {77, 640, 2048, "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg"}};
   const bool h200_like = current_device_info().arch() == 90 && current_device_info().sm_count >= 132;
-  if (h200_like) cases.push_back({64, 1280, 5120, "sm90_n128_m32_k128_s4_w8x1_sk5_lutsmem256"});  // 3.3 MB, 100 blocks
+  if (h200_like) {
+    cases.push_back({64, 1280, 5120, "sm90_n128_m32_k128_s4_w8x1_sk5_lutsmem256"});   // 3.3 MB, 100 blocks
+    cases.push_back({1, 14336, 4096, "sm80_n128_m8_k256_s3_w4x1_sk2_lutsmem256"});  // 29 MB, 224 blocks
+    // 128 blocks of a kernel that holds two an SM: clusters of four would crowd them onto fewer SMs.
+    EXPECT_FALSE(launch_choices(problem(16, 4096, 4096, 4, 128, DType::bf16),
+                                KernelConfig::parse("sm80_n128_m16_k128_s4_w4x1_sk4_lutsmem"))
+                     .cluster_split);
+  }
   for (auto [m, n, k, name] : cases) {
     const Problem p = problem(m, n, k, 4, 128, DType::bf16);
     if (h200_like) EXPECT_TRUE(launch_choices(p, KernelConfig::parse(name)).cluster_split) << name;
