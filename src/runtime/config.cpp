@@ -312,9 +312,18 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
       // block slots idle, v1.14); so does x multicast (_mc2): 5-25% slower on the 15 shapes of
       // M = 32..4096 measured (v1.11); and the warp-specialized kernel (_ws): 2% faster to 15% slower
       // (v1.13)
+      // Splits past the k tiles become one k tile a split (short K: 2 x 320 x 1280 on 256-deep tiles ran
+      // 2.31 us in five splits against 2.41 in three, docs/NOTES.md v1.18); each count once.
+      const int k_tiles = static_cast<int>(packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / shape.tile_k);
+      int offered = 1;  // (the largest count offered above one split)
       for (int split : {0, 1, 2, 4, 8, kStreamK}) {
         // (Stream-K offered on the sm80 decode tiles only: v1.14)
         if (split == kStreamK && (shape.family != 80 || shape.tile_m > 16)) continue;
+        if (split > 1 && split != kStreamK) {
+          split = std::min(split, k_tiles);
+          if (split <= offered) continue;
+          offered = split;
+        }
         KernelConfig c = shape;
         c.lut = lut;
         c.split_k = split;

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -132,15 +134,38 @@ TEST(RunBenchGpu, SmallSetWritesEveryShapeToTheCsv) {
   std::ifstream f(csv);
   int lines = 0;
   std::string line, shape_320;
+  auto fields_of = [](const std::string& text) {  // (no field of these rows is quoted)
+    std::vector<std::string> fields;
+    std::stringstream in(text);
+    for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+    if (!text.empty() && text.back() == ',') fields.emplace_back();
+    return fields;
+  };
+  std::vector<std::string> header;
+  auto column = [&](const char* name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? std::string::npos : static_cast<size_t>(it - header.begin());
+  };
   while (std::getline(f, line)) {
     ++lines;
     if (line.find(",2,1280,320,") != std::string::npos) shape_320 = line;
-    if (lines == 1) continue;
-    // the last two columns: the plain read of the same bytes (read_us) and lutmm's speed as a share of it
-    const size_t last = line.rfind(','), before = line.rfind(',', last - 1);
-    ASSERT_NE(before, std::string::npos) << line;
-    EXPECT_GT(std::stod(line.substr(before + 1, last - before - 1)), 0.0) << line;
-    EXPECT_GT(std::stod(line.substr(last + 1)), 0.0) << line;
+    if (lines == 1) {
+      header = fields_of(line);
+      continue;
+    }
+    const std::vector<std::string> fields = fields_of(line);
+    ASSERT_EQ(fields.size(), header.size()) << line;
+    // the plain read of the same bytes (read_us) and lutmm's speed as a share of it; how it was launched
+    for (const char* name : {"read_us", "pct_read"}) {
+      ASSERT_NE(column(name), std::string::npos) << name;
+      EXPECT_GT(std::stod(fields[column(name)]), 0.0) << name << ": " << line;
+    }
+    ASSERT_NE(column("launch"), std::string::npos);
+    const std::string launch = fields[column("launch")];
+    std::string rest = launch;
+    for (const char* part : {"cluster", "spread", "early", "+"})
+      for (size_t at; (at = rest.find(part)) != std::string::npos;) rest.erase(at, std::string_view(part).size());
+    EXPECT_EQ(rest, "") << "launch column: " << launch;
   }
   EXPECT_EQ(lines, 4);
   EXPECT_NE(shape_320.find(",4,64,bf16,"), std::string::npos) << shape_320;  // K=320: G falls back to 64

@@ -2,7 +2,9 @@
 // value (tests/described_gpus.hpp).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
 
 #include "described_gpus.hpp"
 #include "lutmm/config.hpp"
@@ -340,6 +342,25 @@ TEST(SplitK, AutoFillsTheGpuAndNeverLeavesAnEmptySplit) {
   KernelConfig forced = c;
   forced.split_k = 3;
   EXPECT_EQ(resolve_split_k(forced, problem(1, 4096, 4096), described_h200()), 3);
+}
+
+// Split counts offered: {auto, 1, 2, 4, 8}, those past a tile's k tiles become one k tile a split, and no two
+// offered configs of one tile and table resolve to the same count.
+TEST(KernelConfig, ShortKOffersOneKTileASplitOnce) {
+  const DeviceInfo dev = described_h200();
+  const Problem p = problem(2, 320, 1280);  // 256-deep tiles: five k tiles
+  std::set<std::string> names;
+  std::map<std::string, std::set<int>> resolved;  // tile and table -> resolved counts of the fixed splits
+  for (const KernelConfig& c : valid_configs(p, dev)) {
+    names.insert(c.name());
+    if (c.split_k <= 0) continue;  // (auto and Stream-K)
+    KernelConfig shape = c;
+    shape.split_k = 0;
+    EXPECT_TRUE(resolved[shape.name()].insert(resolve_split_k(c, p, dev)).second) << c.name() << " repeats a count";
+  }
+  EXPECT_TRUE(names.count("sm80_n64_m8_k256_s3_w4x1x2_sk5_lutsmem")) << "one k tile a split";
+  EXPECT_FALSE(names.count("sm80_n64_m8_k256_s3_w4x1x2_sk8_lutsmem")) << "more splits than k tiles";
+  EXPECT_TRUE(names.count("sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem")) << "ten 128-deep k tiles: eight splits stay";
 }
 
 }  // namespace
