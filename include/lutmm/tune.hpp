@@ -116,6 +116,13 @@ void reload_tuning();
 // ---- the tuner ----
 struct TuneOptions {
   double budget_ms = 600;  // measuring time (launches, covers, waits); JIT compiles and loads are extra
+  // Keys whose heuristic config runs in under small_key_us get max(budget_ms, small_key_budget_ms): each
+  // candidate's screening costs a few ms of covers and graph capture however short its runs, so on a 2-3 us
+  // key 600 ms reach only the ~50 best-ranked of ~400 candidates (docs/NOTES.md v1.18: 2.5 s found configs
+  // 4-17% faster on five of 55 small keys). 0 keeps budget_ms for every key (first-use tuning, which runs
+  // inside a model's first call, keeps it short).
+  double small_key_budget_ms = 0;
+  double small_key_us = 20;
   int repetitions = 5;     // timed runs of each finalist and of the heuristic's choice (median)
   bool store = true;       // store the result with store_tuning
 };
@@ -133,7 +140,8 @@ struct TuneResult {
   KernelConfig best, heuristic;
   std::vector<CandidateTiming> candidates;  // in rank order
   double prepare_ms = 0;   // inputs, JIT compiles and kernel loads
-  double measure_ms = 0;   // the timed part (bounded by TuneOptions::budget_ms, plus the last run)
+  double measure_ms = 0;   // the timed part (bounded by budget_ms, plus the last run)
+  double budget_ms = 0;    // the key's measuring budget (TuneOptions::budget_ms, or small_key_budget_ms)
   double total_ms = 0;
   bool stored = false;
   std::string store_error;  // why store_tuning failed, when it did

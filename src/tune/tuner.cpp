@@ -9,7 +9,8 @@
 //      figures into predicted run times.
 //   4. screening: one run of every other candidate (its weight read from DRAM: tuning_detail::TimingSession
 //      rotates copies), in rank order, while the predicted run fits in kScreeningShare of the budget
-//      (measuring time only: launches and waits; compiles and loads are extra).
+//      (measuring time only: launches and waits; compiles and loads are extra; a small key's budget is
+//      TuneOptions::small_key_budget_ms where that is larger).
 //   5. refinement: the candidates within kFinalist of the best screened time get up to `repetitions`
 //      runs, budget permitting; the fastest median wins.
 #include <algorithm>
@@ -50,6 +51,11 @@ double median(std::vector<double> v) {
 void check_options(const TuneOptions& o) {
   if (!(o.budget_ms > 0) || !std::isfinite(o.budget_ms))
     throw_argument_error("options.budget_ms", "a positive number of milliseconds", fmt::format("{}", o.budget_ms));
+  if (!(o.small_key_budget_ms >= 0) || !std::isfinite(o.small_key_budget_ms))
+    throw_argument_error("options.small_key_budget_ms", "0 or a positive number of milliseconds",
+                         fmt::format("{}", o.small_key_budget_ms));
+  if (!(o.small_key_us >= 0) || !std::isfinite(o.small_key_us))
+    throw_argument_error("options.small_key_us", "a non-negative number of microseconds", fmt::format("{}", o.small_key_us));
   if (o.repetitions < 1 || o.repetitions > 100)
     throw_argument_error("options.repetitions", "1 to 100", std::to_string(o.repetitions));
 }
@@ -156,12 +162,18 @@ TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& option
     const CandidateTiming& h = cands[heuristic_index];
     if (h.runs > 0 && h.estimate_us > 0) calibration = h.us / h.estimate_us;
   }
+  // (TuneOptions::small_key_budget_ms: the heuristic's run says whether this is a small key)
+  const CandidateTiming& h = cands[heuristic_index];
+  const double budget_ms = h.runs > 0 && h.us < options.small_key_us
+                               ? std::max(options.budget_ms, options.small_key_budget_ms)
+                               : options.budget_ms;
+  result.budget_ms = budget_ms;
   // 4. screening, in rank order.
   for (size_t i : runnable) {
     if (i == heuristic_index) continue;
     const double predicted_ms = cands[i].estimate_us * calibration / 1000.0;
-    if (ms_since(measure_start) + predicted_ms > kScreeningShare * options.budget_ms) {
-      cands[i].note = fmt::format("skipped: the screening share of the {:.0f} ms budget was spent", options.budget_ms);
+    if (ms_since(measure_start) + predicted_ms > kScreeningShare * budget_ms) {
+      cands[i].note = fmt::format("skipped: the screening share of the {:.0f} ms budget was spent", budget_ms);
       continue;
     }
     run(i, 1);
@@ -185,7 +197,7 @@ TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& option
     int extra = options.repetitions - cands[i].runs;
     if (extra <= 0) continue;
     const double per_run_ms = cands[i].us / 1000.0;
-    const double left_ms = options.budget_ms - ms_since(measure_start);
+    const double left_ms = budget_ms - ms_since(measure_start);
     extra = std::min(extra, static_cast<int>(left_ms / per_run_ms));
     if (extra <= 0) break;
     run(i, extra);

@@ -86,6 +86,9 @@ TEST_F(TuneCli, BadArgumentsAreRefusedBeforeAnyWork) {
   EXPECT_EQ(r.exit_code, 2);
   r = run({"tune", "--shapes", "llm", "--budget-ms", "0"});
   EXPECT_EQ(r.exit_code, 2);
+  r = run({"tune", "--shapes", "llm", "--small-key-budget-ms", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--small-key-budget-ms"), std::string::npos) << r.err;
 
   if (device_count() == 0) {
     r = run({"tune", "--export", path("x.json").string()});

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <array>
+#include <utility>
 #include <filesystem>
 #include <string>
 
@@ -93,6 +94,24 @@ TEST(TuneKey, GpuNamesAreSanitisedForFileNames) {
   EXPECT_EQ(sanitize_gpu_name("a/b\\c..d"), "a_b_c_d");
   expect_error_naming([] { sanitize_gpu_name(""); }, "gpu_name");
   expect_error_naming([] { sanitize_gpu_name("#/#"); }, "gpu_name");
+}
+
+// Bad tuning options are named before anything else happens (no GPU needed).
+TEST(TuneOptionsCheck, BadBudgetsNameTheOption) {
+  const Problem p = make_problem(2, 320, 1280);
+  for (auto [field, value] : {std::pair{"budget_ms", 0.0}, std::pair{"small_key_budget_ms", -1.0},
+                              std::pair{"small_key_us", -5.0}}) {
+    TuneOptions o;
+    if (std::string(field) == "budget_ms") o.budget_ms = value;
+    if (std::string(field) == "small_key_budget_ms") o.small_key_budget_ms = value;
+    if (std::string(field) == "small_key_us") o.small_key_us = value;
+    try {
+      tune(p, nullptr, o);
+      ADD_FAILURE() << field << " = " << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("options.") + field), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(TuneMode, ParsesTheThreeModesAndNamesTheArgumentOtherwise) {

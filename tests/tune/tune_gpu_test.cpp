@@ -1,7 +1,9 @@
 // Tuning on the GPU: first use tunes, stores and then reuses a choice; a GEMM captured into a CUDA graph
 // never tunes and still computes the right answer; the largest LLM shape tunes in under a second over
-// warm JIT caches; threads meeting an untuned key tune it once. Skips without a GPU.
+// warm JIT caches; small keys get their own budget; threads meeting an untuned key tune it once. Skips
+// without a GPU.
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -194,6 +196,35 @@ TEST(TuneGpu, TuningTheLargestLlmShapeTakesUnderOneSecondOverWarmCaches) {
   EXPECT_LE(r.entry.us, r.entry.heuristic_us);
   EXPECT_FALSE(r.stored);
   EXPECT_FALSE(find_tuning(p, current_device_info()).has_value());
+}
+
+// A key whose heuristic config runs in microseconds gets small_key_budget_ms (its candidates' screening costs
+// milliseconds of covers and capture each): more of its candidates are timed than under budget_ms alone.
+TEST(TuneGpu, SmallKeysGetTheirOwnBudget) {
+  REQUIRE_GPU();
+  TuningSandbox sandbox(TuneMode::off);
+  const Problem p = make_problem(2, 320, 1280);
+  TuneOptions options;
+  options.store = false;
+  options.budget_ms = 150;
+  auto timed = [](const TuneResult& r) {
+    int n = 0;
+    for (const CandidateTiming& c : r.candidates) n += c.runs > 0;
+    return n;
+  };
+  const TuneResult plain = tune(p, nullptr, options);  // (also compiles and loads the candidates' kernels)
+  EXPECT_EQ(plain.budget_ms, 150);
+  options.small_key_budget_ms = 1500;
+  const TuneResult small = tune(p, nullptr, options);
+  ASSERT_LT(small.entry.heuristic_us, options.small_key_us) << "2 x 320 x 1280 should be a small key";
+  EXPECT_EQ(small.budget_ms, 1500);
+  EXPECT_GT(timed(small), timed(plain)) << small.budget_ms << " ms against " << plain.budget_ms;
+  std::printf("2 x 320 x 1280: %d candidates timed in %.0f ms, %d in %.0f ms, of %zu\n", timed(plain), plain.measure_ms,
+              timed(small), small.measure_ms, small.candidates.size());
+  // a large key keeps budget_ms
+  options.small_key_budget_ms = 100000;
+  const TuneResult large = tune(make_problem(64, 8192, 8192), nullptr, options);
+  EXPECT_EQ(large.budget_ms, 150);
 }
 
 TEST(TuneGpu, ThreadsMeetingAnUntunedKeyTuneItOnce) {

@@ -24,6 +24,8 @@ struct TuneArgs {
   std::string import_path;
   std::string gpu;
   double budget_ms = TuneOptions{}.budget_ms;
+  // (the command tunes ahead of time: small keys get the larger budget, TuneOptions::small_key_budget_ms)
+  double small_key_budget_ms = 2500;
   int repetitions = TuneOptions{}.repetitions;
   bool missing_only = false;
   bool quiet = false;
@@ -79,10 +81,12 @@ int tune_shapes(const TuneArgs& a, const std::vector<Shape>& shapes, DType dtype
   const DeviceInfo& dev = current_device_info();
   TuneOptions options;
   options.budget_ms = a.budget_ms;
+  options.small_key_budget_ms = a.small_key_budget_ms;
   options.repetitions = a.repetitions;
-  fmt::print("tuning {} shape{} on {} (sm_{}, {} SMs): {}-bit, group {}, {}; at most {:.0f} ms of measuring per key\n",
+  fmt::print("tuning {} shape{} on {} (sm_{}, {} SMs): {}-bit, group {}, {}; at most {:.0f} ms of measuring per key "
+             "({:.0f} ms where the heuristic's config runs under {:.0f} us)\n",
              shapes.size(), shapes.size() == 1 ? "" : "s", dev.name, dev.arch(), dev.sm_count, a.bits, a.group,
-             to_string(dtype), a.budget_ms);
+             to_string(dtype), a.budget_ms, std::max(a.budget_ms, a.small_key_budget_ms), options.small_key_us);
   fmt::print("database: {}\n", tuning_database_path(dev.name));
   std::fflush(stdout);
 
@@ -192,6 +196,10 @@ Command add_tune(CLI::App& parent) {
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_option("--budget-ms", a->budget_ms, "Measuring time per key (JIT compiles are extra)")
       ->check(CLI::Range(1.0, 600000.0))
+      ->capture_default_str();
+  app->add_option("--small-key-budget-ms", a->small_key_budget_ms,
+                  "Measuring time per key whose heuristic config runs in under 20 us (0: --budget-ms for every key)")
+      ->check(CLI::Range(0.0, 600000.0))
       ->capture_default_str();
   app->add_option("--repetitions", a->repetitions, "Timed runs of each finalist (median)")
       ->check(CLI::Range(1, 100))
