@@ -172,6 +172,12 @@ TEST(TuneGpu, GraphCaptureDuringFirstUseDoesNotTuneAndComputesTheRightAnswer) {
   cudaStreamDestroy(stream);
 }
 
+int timed(const TuneResult& r) {
+  int n = 0;
+  for (const CandidateTiming& c : r.candidates) n += c.runs > 0;
+  return n;
+}
+
 TEST(TuneGpu, TuningTheLargestLlmShapeTakesUnderOneSecondOverWarmCaches) {
   REQUIRE_GPU();
   TuningSandbox sandbox(TuneMode::off);
@@ -180,17 +186,14 @@ TEST(TuneGpu, TuningTheLargestLlmShapeTakesUnderOneSecondOverWarmCaches) {
   options.store = false;
   const TuneResult warm_up = tune(p, nullptr, options);  // compiles and loads the candidates' kernels
   const TuneResult r = tune(p, nullptr, options);
-  int timed = 0;
-  for (const CandidateTiming& c : r.candidates) {
-    timed += c.runs > 0;
+  for (const CandidateTiming& c : r.candidates)
     EXPECT_TRUE(c.runs > 0 || !c.note.empty()) << c.config.name() << " neither timed nor explained";
-  }
   std::printf("%s: %d of %zu candidates timed; prepare %.0f ms, measure %.0f ms, total %.0f ms (first: %.0f ms); "
               "best %s %.1f us, heuristic %s %.1f us\n",
-              p.str().c_str(), timed, r.candidates.size(), r.prepare_ms, r.measure_ms, r.total_ms, warm_up.total_ms,
+              p.str().c_str(), timed(r), r.candidates.size(), r.prepare_ms, r.measure_ms, r.total_ms, warm_up.total_ms,
               r.entry.config.c_str(), r.entry.us, r.entry.heuristic_config.c_str(), r.entry.heuristic_us);
   EXPECT_LT(r.total_ms, 1000.0);
-  EXPECT_GE(timed, 5);
+  EXPECT_GE(timed(r), 5);
   EXPECT_EQ(config_invalid_reason(r.best, p, current_device_info()), "");
   EXPECT_GT(r.entry.heuristic_us, 0);
   EXPECT_LE(r.entry.us, r.entry.heuristic_us);
@@ -207,11 +210,6 @@ TEST(TuneGpu, SmallKeysGetTheirOwnBudget) {
   TuneOptions options;
   options.store = false;
   options.budget_ms = 150;
-  auto timed = [](const TuneResult& r) {
-    int n = 0;
-    for (const CandidateTiming& c : r.candidates) n += c.runs > 0;
-    return n;
-  };
   const TuneResult plain = tune(p, nullptr, options);  // (also compiles and loads the candidates' kernels)
   EXPECT_EQ(plain.budget_ms, 150);
   options.small_key_budget_ms = 1500;
