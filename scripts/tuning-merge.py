@@ -40,6 +40,8 @@ def main():
     shipped = json.load(open(a.shipped))
     retuned = json.load(open(a.retuned))
     new_by_key = {key_of(e): e for e in retuned["entries"] if e["gpu"] == shipped["gpu"]}
+    if not new_by_key:
+        sys.exit(f"tuning-merge: {a.retuned} has no entry for {shipped['gpu']}")
     gpu_entry = next(iter(new_by_key.values()))
     taken = 0
     entries = {key_of(e): e for e in shipped["entries"]}

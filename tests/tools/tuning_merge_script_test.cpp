@@ -1,0 +1,85 @@
+// scripts/tuning-merge.py: a retune's entries go into the shipped database only for the keys its A/B run found
+// faster (new / base under the ratio), keys matched by bench's group rule and M bucket, the shipped order kept.
+// Skips where python3 is missing.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tools/run_tool.hpp"
+
+namespace lutmm::test {
+namespace {
+
+nlohmann::json entry(int64_t n, int64_t k, int group, int m_bucket, const std::string& config, double us) {
+  return {{"gpu", "NVIDIA H200"}, {"compute_capability", "9.0"}, {"sm_count", 132}, {"lutmm_version", "0.1.0"},
+          {"bits", 4},           {"group_size", group},          {"dtype", "bf16"}, {"n", n},
+          {"k", k},              {"m_bucket", m_bucket},          {"m", m_bucket},   {"config", config},
+          {"us", us}};
+}
+
+nlohmann::json database(std::vector<nlohmann::json> entries) {
+  return {{"format_version", 1}, {"gpu", "NVIDIA H200"}, {"note", "shipped"}, {"entries", std::move(entries)}};
+}
+
+class TuningMergeScript : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  }
+  // Writes the three inputs, runs the script; its JSON on stdout goes to `merged`, its report to `report`.
+  int run(const nlohmann::json& shipped, const nlohmann::json& retuned, const std::string& ab_csv) {
+    std::ofstream(dir / "shipped.json") << shipped.dump(2);
+    std::ofstream(dir / "retuned.json") << retuned.dump(2);
+    std::ofstream(dir / "ab.csv") << ab_csv;
+    const std::string script = std::string(LUTMM_SOURCE_DIR) + "/scripts/tuning-merge.py";
+    const std::string cmd = "python3 " + shell_quote(script) + " " + shell_quote((dir / "shipped.json").string()) +
+                            " " + shell_quote((dir / "retuned.json").string()) + " " +
+                            shell_quote((dir / "ab.csv").string()) + " --note merged >" +
+                            shell_quote((dir / "out.json").string()) + " 2>" + shell_quote((dir / "err.txt").string());
+    const int status = std::system(cmd.c_str());
+    report = slurp(dir / "err.txt");
+    const std::string out = slurp(dir / "out.json");
+    merged = out.empty() ? nlohmann::json() : nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+    return (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+  }
+  TempDir dir;
+  nlohmann::json merged;
+  std::string report;
+};
+
+constexpr const char* kAbHeader = "m,n,k,base_config,base_us,new_config,new_us,new_over_base\n";
+
+TEST_F(TuningMergeScript, TakesOnlyTheKeysTheAbFoundFaster) {
+  const nlohmann::json shipped = database({entry(4096, 4096, 128, 1, "old_a", 5.7), entry(320, 320, 64, 2, "old_b", 1.9),
+                                           entry(1280, 5120, 128, 128, "old_c", 9.0)});
+  const nlohmann::json retuned = database({entry(4096, 4096, 128, 1, "new_a", 5.5), entry(320, 320, 64, 2, "new_b", 1.8),
+                                           entry(1280, 5120, 128, 128, "new_c", 8.0)});
+  // a: 3% faster (taken); b: K = 320, group 64, 0.5% faster (kept: under the 1% default); c: M = 77 -> bucket 128
+  const int rc = run(shipped, retuned,
+                     std::string(kAbHeader) + "1,4096,4096,old_a,5.70,new_a,5.53,0.9702\n"
+                                              "2,320,320,old_b,1.90,new_b,1.89,0.9950\n"
+                                              "77,1280,5120,old_c,9.00,new_c,8.10,0.9000\n");
+  ASSERT_EQ(rc, 0) << report;
+  ASSERT_TRUE(merged.is_object()) << report;
+  ASSERT_EQ(merged["entries"].size(), 3u);
+  EXPECT_EQ(merged["entries"][0]["config"], "new_a");
+  EXPECT_EQ(merged["entries"][1]["config"], "old_b");
+  EXPECT_EQ(merged["entries"][2]["config"], "new_c");
+  EXPECT_EQ(merged["note"], "merged");
+  EXPECT_NE(report.find("2 keys taken"), std::string::npos) << report;
+}
+
+TEST_F(TuningMergeScript, AFasterKeyTheRetuneLacksIsAnError) {
+  const nlohmann::json shipped = database({entry(4096, 4096, 128, 1, "old_a", 5.7)});
+  const nlohmann::json retuned = database({entry(4096, 4096, 128, 2, "new_a2", 5.5)});  // another M bucket
+  const int rc = run(shipped, retuned, std::string(kAbHeader) + "1,4096,4096,old_a,5.70,new_a,5.53,0.9702\n");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(report.find("1x4096x4096"), std::string::npos) << report;
+  EXPECT_NE(report.find("no entry for its key"), std::string::npos) << report;
+}
+
+}  // namespace
+}  // namespace lutmm::test
