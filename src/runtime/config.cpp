@@ -299,6 +299,7 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
   check_problem(p);
   std::vector<KernelConfig> out;
   const int64_t m8 = (p.m + 7) / 8 * 8;
+  const int64_t k_padded = packed_shape(p.n, p.k, p.bits, p.group_size).k_padded;
   std::vector<KernelConfig> shapes = sm80_kernel_shapes();
   if (dev.arch() == 90) shapes.insert(shapes.end(), sm90_kernel_shapes().begin(), sm90_kernel_shapes().end());
   for (const auto& shape : shapes) {
@@ -314,7 +315,7 @@ std::vector<KernelConfig> valid_configs(const Problem& p, const DeviceInfo& dev)
       // (v1.13)
       // Splits past the k tiles become one k tile a split (short K: 2 x 320 x 1280 on 256-deep tiles ran
       // 2.31 us in five splits against 2.41 in three, docs/NOTES.md v1.18); each count once.
-      const int k_tiles = static_cast<int>(packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / shape.tile_k);
+      const int k_tiles = static_cast<int>(k_padded / shape.tile_k);
       int offered = 1;  // (the largest count offered above one split)
       for (int split : {0, 1, 2, 4, 8, kStreamK}) {
         // (Stream-K offered on the sm80 decode tiles only: v1.14)

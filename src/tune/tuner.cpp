@@ -155,15 +155,11 @@ TuneResult tune(const Problem& p, cudaStream_t stream, const TuneOptions& option
   };
   const auto runnable_has = [&](size_t i) { return std::find(runnable.begin(), runnable.end(), i) != runnable.end(); };
 
-  // 3. the heuristic's choice, in full: the reference time and the model's calibration.
-  double calibration = 1.0;
-  if (runnable_has(heuristic_index)) {
-    run(heuristic_index, options.repetitions);
-    const CandidateTiming& h = cands[heuristic_index];
-    if (h.runs > 0 && h.estimate_us > 0) calibration = h.us / h.estimate_us;
-  }
-  // (TuneOptions::small_key_budget_ms: the heuristic's run says whether this is a small key)
+  // 3. the heuristic's choice, in full: the reference time, the model's calibration and whether this is a
+  // small key (TuneOptions::small_key_budget_ms).
+  if (runnable_has(heuristic_index)) run(heuristic_index, options.repetitions);
   const CandidateTiming& h = cands[heuristic_index];
+  const double calibration = h.runs > 0 && h.estimate_us > 0 ? h.us / h.estimate_us : 1.0;
   const double budget_ms = h.runs > 0 && h.us < options.small_key_us
                                ? std::max(options.budget_ms, options.small_key_budget_ms)
                                : options.budget_ms;
