@@ -7,8 +7,8 @@ RETUNED.json is `lutmm tune --export` of the retune; AB.csv is `scripts/gpu-ab`'
 "base" run with SHIPPED's choices and "new" with RETUNED's, alternating in one device call. The tuner's own
 times are single runs on one machine; the A/B's medians of both sides on the same machine are what decides.
 A key takes RETUNED's entry where new / base < RATIO, and keeps SHIPPED's otherwise (a retune's pick that
-is not clearly faster is noise: docs/NOTES.md). Keys as in docs/TUNING.md (bits, group, dtype, N, K, M bucket);
-the A/B rows are 4-bit, bf16, with bench's group rule (128 where it divides K, else 64).
+is not clearly faster is noise: docs/NOTES.md). Keys as in docs/TUNING.md (bits, group, dtype, N, K, M bucket),
+each A/B row's from its own columns (the benchmark's bits, group and dtype).
 """
 import argparse
 import csv
@@ -49,7 +49,8 @@ def main():
         m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
         if float(row["new_over_base"]) >= a.ratio:
             continue
-        key = (gpu_entry["gpu"], gpu_entry["sm_count"], 4, 128 if k % 128 == 0 else 64, "bf16", n, k, m_bucket(m))
+        key = (gpu_entry["gpu"], gpu_entry["sm_count"], int(row["bits"]), int(row["group"]), row["dtype"], n, k,
+               m_bucket(m))
         if key not in new_by_key:
             sys.exit(f"tuning-merge: {m}x{n}x{k} is faster in the A/B but {a.retuned} has no entry for its key")
         old = entries.get(key, {}).get("config", "(none)")
