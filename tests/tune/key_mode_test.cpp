@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include <array>
-#include <utility>
 #include <filesystem>
 #include <string>
 
@@ -99,12 +98,16 @@ TEST(TuneKey, GpuNamesAreSanitisedForFileNames) {
 // Bad tuning options are named before anything else happens (no GPU needed).
 TEST(TuneOptionsCheck, BadBudgetsNameTheOption) {
   const Problem p = make_problem(2, 320, 1280);
-  for (auto [field, value] : {std::pair{"budget_ms", 0.0}, std::pair{"small_key_budget_ms", -1.0},
-                              std::pair{"small_key_us", -5.0}}) {
+  struct Bad {
+    const char* field;
+    double TuneOptions::*member;
+    double value;
+  };
+  for (const auto& [field, member, value] : {Bad{"budget_ms", &TuneOptions::budget_ms, 0.0},
+                                             Bad{"small_key_budget_ms", &TuneOptions::small_key_budget_ms, -1.0},
+                                             Bad{"small_key_us", &TuneOptions::small_key_us, -5.0}}) {
     TuneOptions o;
-    if (std::string(field) == "budget_ms") o.budget_ms = value;
-    if (std::string(field) == "small_key_budget_ms") o.small_key_budget_ms = value;
-    if (std::string(field) == "small_key_us") o.small_key_us = value;
+    o.*member = value;
     try {
       tune(p, nullptr, o);
       ADD_FAILURE() << field << " = " << value << " was accepted";
