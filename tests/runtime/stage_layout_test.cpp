@@ -3,7 +3,8 @@
 // rows and for ones that do not: every 16-byte chunk has a place of its own, holes stay inside holes (the
 // table's first halves are never touched), the stage area does not overlap the table, the main loop's
 // shortcut for ldmatrix addresses agrees with the general one, values are read where their chunk was
-// copied, and the eight rows one ldmatrix reads sit in eight different 16-byte bank groups.
+// copied, the eight rows one ldmatrix reads sit in eight different 16-byte bank groups, and the main loop's
+// split addresses (a lane base plus immediates, for x and the scales) agree with the general ones.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -58,11 +59,27 @@ void check_layout(const std::string& what) {
           const int key = half ^ (r & 7);
           const int at = L::x_even_chunk(r, even, key);
           ASSERT_EQ(at, L::x_offset(r, even + half)) << what << " row " << r << " chunk " << even + half;
+          // the main loop's split: a lane base per (even / 2) % 4, the rest immediates; 8-row blocks further on
+          const int t = even / 2, block = r / 8;
+          ASSERT_EQ(L::x_slice_lane(r % 8, key, t % 4) + (t / 4) * L::kXQuadStep + block * L::kXBlockStep, at)
+              << what << " row " << r << " slice " << t;
           bank_groups.insert(((L::x_base(0) + at) / 16) % 8);
         }
         EXPECT_EQ(bank_groups.size(), 8u) << what << " rows " << r0 << ".. chunk " << even + half;
       }
     }
+  }
+  // scales: where the kernel adds a lane's base and a compile-time offset, the sum is the value's place, for
+  // every warp, lane row, group row and fragment row of the tile
+  constexpr int kWarpRows = K::kTileN / K::kWarpsN;
+  if constexpr (L::template kScaleValuesAdd<kWarpRows>) {
+    for (int warp = 0; warp < K::kWarpsN; ++warp)
+      for (int g = 0; g < 8; ++g)
+        for (int grow = 0; grow < K::kScaleRows; ++grow)
+          for (int f = 0; f < kWarpRows; f += 8)
+            ASSERT_EQ(L::scale_value(warp * kWarpRows + g + grow * K::kTileN + f),
+                      L::scale_value(warp * kWarpRows + g) + L::scale_value(grow * K::kTileN + f))
+                << what << " warp " << warp << " lane row " << g << " group row " << grow << " row " << f;
   }
 }
 
@@ -74,7 +91,13 @@ TEST(StageLayout, EveryChunkHasItsOwnPlaceAndLdmatrixRowsHitDistinctBanks) {
   check_layout<Sm80Kernel<4, 32, true, 256, 8, 128, 4, 8, 1, 256>>("n256_m8_k128_s4 g32 lutsmem256");
   check_layout<Sm80Kernel<4, 128, true, 128, 80, 64, 3, 4, 1, 256>>("n128_m80_k64_s3 lutsmem256");
   check_layout<Sm80Kernel<4, 0, true, 64, 80, 128, 3, 4, 1, 256>>("n64_m80_k128_s3 g=K lutsmem256");
+  check_layout<Sm80Kernel<4, 128, true, 128, 16, 256, 3, 4, 1, 256>>("n128_m16_k256_s3 lutsmem256");
+  check_layout<Sm80Kernel<4, 128, true, 64, 8, 256, 3, 4, 1, 256, false, 2>>("n64_m8_k256_s3_w4x1x2 lutsmem256");
+  // seven-warp tiles: 224 rows, so the holes' 64-value scale runs do not start every group row (not additive)
+  check_layout<Sm80Kernel<4, 128, true, 224, 8, 128, 4, 7, 1, 256>>("n224_m8_k128_s4 lutsmem256");
+  static_assert(!pipeline::StageLayout<Sm80Kernel<4, 128, true, 224, 8, 128, 4, 7, 1, 256>>::kScaleValuesAdd<32>);
   static_assert(Sm80Kernel<4, 128, true, 128, 8, 256, 3, 4, 1, 256>::kIoInHoles);
+  static_assert(Sm80Kernel<4, 128, true, 128, 16, 256, 3, 4, 1, 256>::kIoInHoles);
   static_assert(Sm80Kernel<4, 128, true, 128, 80, 64, 3, 4, 1, 256>::kIoInHoles);
   // too many holes needed: everything in the stages, after the 64 KB table
   static_assert(!Sm80Kernel<4, 128, true, 128, 128, 64, 4, 2, 4, 256>::kIoInHoles);

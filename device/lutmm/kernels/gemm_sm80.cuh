@@ -169,16 +169,24 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   }
 
   // ldmatrix row addresses: lane supplies row (lane & 7) of matrix (lane >> 3); for slice t the chunk is
-  // 2t + (matrix & 1), stored at chunk (2t ^ ((matrix & 1) ^ row % 8)) since 2t is even.
-  const int x_row = warp_m * K::kWarpTileM + ((lane >> 4) & 1) * 8 + (lane & 7);
-  const int x_row_x2 = warp_m * K::kWarpTileM + (lane & 7);
-  const int x_chunk_key = ((lane >> 3) & 1) ^ (lane & 7);
+  // 2t + (matrix & 1), stored at chunk (2t ^ ((matrix & 1) ^ row % 8)) since 2t is even: a per-lane base for
+  // each t % 4, the rest immediate offsets (Layout::x_slice_lane).
+  constexpr int kXLanes = 4;  // (kSlices is a multiple of 4: whole atoms)
+  int x_lane[kXLanes];
+  {
+    const int key = ((lane >> 3) & 1) ^ (lane & 7);
+    // x4: matrices 2 and 3 (lanes 16..31) are the next 8-column block; x2 reads the addresses of lanes 0..15
+    const int row = warp_m * K::kWarpTileM + (K::kFragsM >= 2 ? ((lane >> 4) & 1) * 8 : 0) + (lane & 7);
+#pragma unroll
+    for (int q = 0; q < kXLanes; ++q) x_lane[q] = Layout::x_slice_lane(row, key, q);
+  }
   // The x fragments (B operands) of slice t for this warp's kFragsM 8-column blocks, from stage x tile xs.
   auto load_x_fragments = [&](const uint8_t* xs, int t, uint32_t (&b)[K::kFragsM][2]) {
+    const uint32_t at = ptx::smem_addr(xs) + x_lane[t % kXLanes] + (t / 4) * Layout::kXQuadStep;
 #pragma unroll
     for (int fm = 0; fm + 1 < K::kFragsM; fm += 2) {
       uint32_t r[4];
-      ptx::ldmatrix_x4(r, xs + Layout::x_even_chunk(x_row + fm * 8, 2 * t, x_chunk_key));
+      ptx::ldmatrix_x4(r, at + fm * Layout::kXBlockStep);
       b[fm][0] = r[0];
       b[fm][1] = r[1];
       b[fm + 1][0] = r[2];
@@ -187,11 +195,18 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if constexpr (K::kFragsM % 2 == 1) {
       constexpr int fm = K::kFragsM - 1;
       uint32_t r[2];
-      ptx::ldmatrix_x2(r, xs + Layout::x_even_chunk(x_row_x2 + fm * 8, 2 * t, x_chunk_key));
+      ptx::ldmatrix_x2(r, at + fm * Layout::kXBlockStep);
       b[fm][0] = r[0];
       b[fm][1] = r[1];
     }
   };
+
+  // Scales: this lane's rows are scale_row0 + c (c: group row x tile_n + the fragment's rows, known at compile
+  // time); where the holes allow it (Layout::kScaleValuesAdd), one base a lane and immediate offsets.
+  const int scale_row0 = warp_n * K::kWarpTileN + g;
+  constexpr bool kScalesAdd = Layout::template kScaleValuesAdd<K::kWarpTileN>;
+  const int scale_lane = Layout::scale_value(scale_row0);
+
   // This lane's b words of atom `atom` of strip `strip`, from stage W tile ws (or the registers).
   auto load_strip_words = [&](const uint32_t* ws, int fn, int strip, int atom, uint32_t (&words)[K::kBits]) {
     if constexpr (K::kWInRegisters) {
@@ -234,7 +249,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, stage));
     const uint8_t* xs = Layout::x(smem, stage);
     const uint8_t* ss = Layout::scales(smem, stage);
-    auto scale = [&](int e) { return *reinterpret_cast<const uint16_t*>(ss + Layout::scale_value(e)); };
+    // the scale of row g + 8h of strip fn of this warp in group row grow (see scale_lane below)
+    auto scale = [&](int grow, int fn, int h) {
+      const int c = grow * K::kTileN + fn * 16 + h * 8;
+      const int at = kScalesAdd ? scale_lane + Layout::scale_value(c) : Layout::scale_value(scale_row0 + c);
+      return *reinterpret_cast<const uint16_t*>(ss + at);
+    };
     // Groups longer than a k tile (and one scale per row) start and end at tile boundaries.
     const bool long_group_starts = it == 0 || (kGroup > K::kTileK && (kt * K::kTileK) % kGroup == 0);
     const bool long_group_ends =
@@ -277,8 +297,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
             for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(part[fn][fm], a, b[fm]);
             if (group_end) {  // fold the group: rows g (c0, c1) and g + 8 (c2, c3) have their own scale
-              const float lo = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g));
-              const float hi = mma::to_float<K::kBf16>(scale(grow * K::kTileN + strip * 16 + g + 8));
+              const float lo = mma::to_float<K::kBf16>(scale(grow, fn, 0));
+              const float hi = mma::to_float<K::kBf16>(scale(grow, fn, 1));
 #pragma unroll
               for (int fm = 0; fm < K::kFragsM; ++fm) {
                 acc[fn][fm][0] += part[fn][fm][0] * lo;
@@ -289,8 +309,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
             }
           } else {
             if (first || (kShortGroups && group_start)) {  // the scale of rows g and g + 8, as pairs
-              const uint32_t lo = scale(grow * K::kTileN + strip * 16 + g);
-              const uint32_t hi = scale(grow * K::kTileN + strip * 16 + g + 8);
+              const uint32_t lo = scale(grow, fn, 0);
+              const uint32_t hi = scale(grow, fn, 1);
               scale_lo[fn] = lo | (lo << 16);
               scale_hi[fn] = hi | (hi << 16);
             }

@@ -59,9 +59,22 @@ struct StageLayout {
     return K::kIoInHoles ? (row * kHolesPerXRow + (even >> 3)) * kHoleStride + (((even & 7) ^ key) << 4)
                          : row * (K::kTileK * 2) + ((even ^ key) << 4);
   }
+  // The same split as the main loop adds it up: for slice t (even = 2t), a per-lane base for each t % 4 plus
+  // immediates, x_slice_lane(row, key, t % 4) + (t / 4) * kXQuadStep, and 8-row block f of the tile at
+  // f * kXBlockStep further (the key is the same for rows r and r + 8). Spelled out because the compiler
+  // kept a register per slice otherwise: 16 adds per 256-deep k tile in the decode loop (docs/NOTES.md v1.19).
+  static constexpr int kXQuadStep = K::kIoInHoles ? kHoleStride : 128;  // 8 chunks further
+  static constexpr int kXBlockStep = 8 * (K::kIoInHoles ? kHolesPerXRow * kHoleStride : K::kTileK * 2);
+  LUTMM_HOST_DEVICE static int x_slice_lane(int row, int key, int quarter) { return x_even_chunk(row, 2 * quarter, key); }
   // Offset from scales() of 16-byte chunk i, and of value e.
   LUTMM_HOST_DEVICE static int scale_chunk(int i) { return K::kIoInHoles ? (i >> 3) * kHoleStride + ((i & 7) << 4) : i << 4; }
   LUTMM_HOST_DEVICE static int scale_value(int e) { return K::kIoInHoles ? (e >> 6) * kHoleStride + ((e & 63) << 1) : e << 1; }
+  // A warp's scale values are e = e_lane + c, with e_lane = the warp's first row + the lane's (g) and c = group row
+  // x tile_n + fragment rows (compile-time in the unrolled loop). Where the holes' 64-value runs never split a
+  // warp's kWarpRows rows (they start on a multiple of kWarpRows) and every group row starts a run,
+  // scale_value(e_lane + c) = scale_value(e_lane) + scale_value(c): one base a lane, the rest immediates.
+  template <int kWarpRows>
+  static constexpr bool kScaleValuesAdd = !K::kIoInHoles || (K::kTileN % 64 == 0 && 64 % kWarpRows == 0);
 };
 
 }  // namespace lutmm::pipeline

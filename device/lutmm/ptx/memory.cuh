@@ -42,6 +42,18 @@ LUTMM_DEVICE void ldmatrix_x2(uint32_t (&r)[2], const void* smem_row) {
                : "r"(smem_addr(smem_row)));
 }
 
+// The same at a shared-memory address (ptx::smem_addr): a 32-bit sum that ptxas folds into the
+// instruction's immediate offset where one term is a constant (through the generic pointer it kept a
+// register per address).
+LUTMM_DEVICE void ldmatrix_x4(uint32_t (&r)[4], uint32_t smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_row));
+}
+LUTMM_DEVICE void ldmatrix_x2(uint32_t (&r)[2], uint32_t smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_row));
+}
+
 // Read-only global loads that skip L1 (streamed weights are read once).
 LUTMM_DEVICE void ldg_stream(uint32_t (&r)[4], const uint32_t* p) {
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
