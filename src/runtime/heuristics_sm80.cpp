@@ -118,6 +118,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // two warp groups splitting the k tile: small grids with long K
   static constexpr std::array<TileChoice, 1> small_w32_long_k{{{64, 32, 128, 4, 1, 4, 2}}};
   static constexpr std::array<TileChoice, 1> decode8_mid_split{{{128, 8, 256, 4, 1, 3, 2}}};
+  static constexpr std::array<TileChoice, 1> small_w8_eight_warps{{{128, 8, 128, 8}}};
+  static constexpr std::array<TileChoice, 1> small_m80_two_strips{{{128, 16, 128, 4}}};
   static constexpr std::array<TileChoice, 2> narrow32{{{64, 32, 128, 4}, {64, 64, 64, 2}}};
   static constexpr std::array<TileChoice, 3> narrow16{{{64, 16, 128, 4}, {64, 16, 256, 4}, {64, 16, 64, 4}}};
   static constexpr std::array<TileChoice, 3> narrow_n64{{{64, 64, 128, 4, 1, 3}, {64, 32, 128, 4, 1, 4}, {64, 16, 128, 4, 1, 4}}};
@@ -158,6 +160,23 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   }
   if (p.bits == 4 && p.m <= 8 && mid_weight && !small_weight) {
     if (auto c = first_valid(p, dev, decode8_mid_split, LutPlacement::shared_wide)) return *c;
+  }
+  // Small weights (sessions 14-15, after the table build moved before the dependency wait and the split-K
+  // sums into clusters): M <= 8 on 2M weights or more with K > 1024 on eight one-strip warps over 128 rows with
+  // the pair table (36 decode shapes 0.89x of the 64-row register-table tiles, 2 x 2560 x 2560 0.75x; on
+  // K = 1024 1.02-1.05x slower: docs/NOTES.md v1.19) ...
+  if (small_weight && p.m <= 8 && p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024) {
+    if (auto c = first_valid(p, dev, small_w8_eight_warps, LutPlacement::shared)) return *c;
+  }
+  // ... and M = 33..80 with K in 768..2048 on 128 x 16 tiles of two strips a warp with the 256-byte-row table
+  // (the tuned best on four of the five such diffusion keys, 1.04-1.18x over the register table's 64-row
+  // tiles; 14 shapes 0.72-0.99x in an A/B of the heuristic picks; K <= 640 and 320 x 768 1.07-1.10x slower:
+  // too little K to pay for the 64 KB table), split into about 0.6 blocks an SM, two k tiles a split at least
+  // (their tuned counts: 25 tiles in 3-4 splits, 40 and 50 in two)
+  if (small_weight && p.m > 32 && p.m <= 80 && p.k <= 2048 && (p.k >= 1024 || (p.k >= 768 && p.n >= 640))) {
+    const int64_t tiles = tile_count(p, 128, 16), k_tiles = (p.k + 127) / 128;
+    const int64_t splits = std::clamp<int64_t>((6 * sms + 10 * tiles - 1) / (10 * tiles), 1, std::max<int64_t>(1, k_tiles / 2));
+    if (auto c = first_valid(p, dev, small_m80_two_strips, pair_table, static_cast<int>(splits))) return *c;
   }
   if (small_weight && p.m <= 128) {
     // 256-deep k tiles for M <= 8 where K is long and a multiple of 256 (2 x 1536 x 2048: 1.26x, 2 x 3072 x

@@ -92,7 +92,19 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(333, 1536, 1536).name(), "sm90_n128_m32_k128_s4_w8x1_sk1_lutsmem256");
   EXPECT_EQ(pick(2, 1280, 320, 4, 64).name(), "sm80_n64_m8_k64_s6_w4x1_sk3_lutreg");
   EXPECT_EQ(pick(77, 320, 768).name(), "sm80_n64_m16_k128_s4_w4x1_sk3_lutreg");
-  EXPECT_EQ(pick(2, 1536, 2048).name(), "sm80_n64_m8_k256_s3_w4x1_sk4_lutreg");
+  // sessions 14-15 (docs/NOTES.md v1.19): small-weight decode from 2M weights with K > 1024 on eight one-strip
+  // warps with the pair table (the tuned best on 4 x 2304 x 1152 and 2 x 3072 x 1536; 36 shapes 0.89x of the
+  // register table's 64-row tiles), not on K = 1024 (1.02-1.05x slower there) ...
+  EXPECT_EQ(pick(2, 1536, 2048).name(), "sm80_n128_m8_k128_s4_w8x1_sk8_lutsmem");
+  EXPECT_EQ(pick(4, 2304, 1152).name(), "sm80_n128_m8_k128_s4_w8x1_sk5_lutsmem");
+  EXPECT_EQ(pick(2, 3072, 1536).name(), "sm80_n128_m8_k128_s4_w8x1_sk4_lutsmem");
+  EXPECT_EQ(pick(1, 4096, 1024).name(), "sm80_n64_m8_k128_s4_w4x1_sk2_lutreg");
+  // ... and M = 33..80 with K of 768..2048 on 128 x 16 tiles with the 256-byte-row table, about 0.6 blocks an SM
+  // (the tuned best on 64 x 1280 x 1280 and 77 x 1280 x 768; 14 shapes 0.72-0.99x), not where K is shorter
+  EXPECT_EQ(pick(64, 1280, 1280).name(), "sm80_n128_m16_k128_s4_w4x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(77, 1280, 768).name(), "sm80_n128_m16_k128_s4_w4x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(77, 640, 768).name(), "sm80_n128_m16_k128_s4_w4x1_sk3_lutsmem256");
+  EXPECT_EQ(pick(64, 640, 640).lut, LutPlacement::registers);
   // ... and the tuned best of the session-5 H200 database on a few more shapes (the sm80 expectations below
   // are the sm80 family's own rules, checked where they are the only ones)
   EXPECT_EQ(pick(32, 8192, 28672).name(), "sm90_n128_m32_k128_s4_w8x1_sk4_lutsmem");
