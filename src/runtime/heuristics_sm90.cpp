@@ -63,8 +63,11 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
   } else if (p.m <= 80) {
     if (weights < (int64_t{2} << 20)) return std::nullopt;  // small layers: the sm80 kernels' shorter fixed costs
     if (weights < (int64_t{8} << 20)) {  // two warpgroups of N = 32 (77 x 1280 x 2048: 1.19x, 64 x 1280 x 5120: 1.10x)
+      // the 128-byte-row table up to K = 2048, the 256-byte one beyond (session 15: the 128-byte table 0.82-0.86x
+      // of the register table's time on six such shapes, the register table having won before the table build
+      // moved before the dependency wait; docs/NOTES.md v1.19)
       shape(128, 32, 128, 4);
-      c.lut = p.k <= 2048 ? LutPlacement::registers : pair_table;
+      c.lut = p.k <= 2048 ? LutPlacement::shared : pair_table;
     } else if (p.m > 64) {  // four warpgroups of N = 80 from 32M weights (1.2-1.25x)
       if (weights < (int64_t{32} << 20)) return std::nullopt;
       shape(256, 80, 64, 4);
@@ -87,8 +90,10 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     shape(128, 64, 128, 4);
     c.lut = pair_table;
   } else if (p.m <= 512 && weights <= (int64_t{2} << 20)) {
-    shape(64, 64, 128, 4);  // small layers: one warpgroup of N = 64, the register table (1.4-1.6x)
-    c.lut = LutPlacement::registers;
+    // small layers: two warpgroups of N = 64 in 128-deep k tiles with the pair table (session 15: 0.73-0.87x of
+    // one warpgroup with the register table, which had won 1.4-1.6x in session 5, on six shapes M = 300..512)
+    shape(128, 64, 128, 4);
+    c.lut = pair_table;
   } else if (p.m <= 512 && weights <= (int64_t{4} << 20)) {
     // N = 32 where that gives a tile per SM (333 x 1536 x 1536: 132 tiles, 1.59x over N = 80 and the register
     // table), else N = 80 (449 x 2304 x 1152); the 256-byte-row table for 4 bits
