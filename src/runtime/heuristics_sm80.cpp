@@ -168,12 +168,16 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   if (small_weight && p.m <= 8 && p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024) {
     if (auto c = first_valid(p, dev, small_w8_eight_warps, LutPlacement::shared)) return *c;
   }
-  // ... and M = 33..80 with K in 768..2048 on 128 x 16 tiles of two strips a warp with the 256-byte-row table
-  // (the tuned best on four of the five such diffusion keys, 1.04-1.18x over the register table's 64-row
-  // tiles; 14 shapes 0.72-0.99x in an A/B of the heuristic picks; K <= 640 and 320 x 768 1.07-1.10x slower:
-  // too little K to pay for the 64 KB table), split into about 0.6 blocks an SM, two k tiles a split at least
-  // (their tuned counts: 25 tiles in 3-4 splits, 40 and 50 in two)
-  if (small_weight && p.m > 32 && p.m <= 80 && p.k <= 2048 && (p.k >= 1024 || (p.k >= 768 && p.n >= 640))) {
+  // ... and M = 9..80 on 128 x 16 tiles of two strips a warp with the 256-byte-row table, split into about 0.6
+  // blocks an SM, two k tiles a split at least (the tuned counts: 25 tiles in 3-4 splits, 40 and 50 in two):
+  // at M = 33..80 with K of 768..2048 (768 only from N = 640; the tuned best on four of the five such diffusion
+  // keys, 1.04-1.18x over the register table's 64-row tiles; 14 shapes 0.72-0.99x in an A/B of the heuristic's
+  // picks), at M = 9..32 where the decode rule above holds (2M weights, K > 1024; 6 shapes 0.53-0.86x). Where K
+  // is shorter the 64 KB table does not pay: K <= 640, 320 x 768 and 4096 x 1024 ran 1.07-1.10x slower with it
+  // (docs/NOTES.md v1.19).
+  const bool m80_pair_table = p.m > 32 ? p.k >= 1024 || (p.k >= 768 && p.n >= 640)
+                                       : p.m > 8 && p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024;
+  if (small_weight && p.m <= 80 && p.k <= 2048 && m80_pair_table) {
     const int64_t tiles = tile_count(p, 128, 16), k_tiles = (p.k + 127) / 128;
     const int64_t splits = std::clamp<int64_t>((6 * sms + 10 * tiles - 1) / (10 * tiles), 1, std::max<int64_t>(1, k_tiles / 2));
     if (auto c = first_valid(p, dev, small_m80_two_strips, pair_table, static_cast<int>(splits))) return *c;

@@ -105,6 +105,9 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(77, 1280, 768).name(), "sm80_n128_m16_k128_s4_w4x1_sk2_lutsmem256");
   EXPECT_EQ(pick(77, 640, 768).name(), "sm80_n128_m16_k128_s4_w4x1_sk3_lutsmem256");
   EXPECT_EQ(pick(64, 640, 640).lut, LutPlacement::registers);
+  // ... and at M = 9..32 where the decode rule holds (2M weights, K > 1024: 6 shapes 0.53-0.86x), not on K = 1024
+  EXPECT_EQ(pick(32, 1280, 2048).name(), "sm80_n128_m16_k128_s4_w4x1_sk4_lutsmem256");
+  EXPECT_EQ(pick(16, 4096, 1024).lut, LutPlacement::registers);
   // ... and the tuned best of the session-5 H200 database on a few more shapes (the sm80 expectations below
   // are the sm80 family's own rules, checked where they are the only ones)
   EXPECT_EQ(pick(32, 8192, 28672).name(), "sm90_n128_m32_k128_s4_w8x1_sk4_lutsmem");
