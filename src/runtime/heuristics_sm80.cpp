@@ -165,7 +165,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // sums into clusters): M <= 8 on 2M weights or more with K > 1024 on eight one-strip warps over 128 rows with
   // the pair table (36 decode shapes 0.89x of the 64-row register-table tiles, 2 x 2560 x 2560 0.75x; on
   // K = 1024 1.02-1.05x slower: docs/NOTES.md v1.19) ...
-  if (small_weight && p.m <= 8 && p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024) {
+  const bool pair_table_pays = p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024;  // (below: M <= 32)
+  if (small_weight && p.m <= 8 && pair_table_pays) {
     if (auto c = first_valid(p, dev, small_w8_eight_warps, LutPlacement::shared)) return *c;
   }
   // ... and M = 9..80 on 128 x 16 tiles of two strips a warp with the 256-byte-row table, split into about 0.6
@@ -175,8 +176,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // picks), at M = 9..32 where the decode rule above holds (2M weights, K > 1024; 6 shapes 0.53-0.86x). Where K
   // is shorter the 64 KB table does not pay: K <= 640, 320 x 768 and 4096 x 1024 ran 1.07-1.10x slower with it
   // (docs/NOTES.md v1.19).
-  const bool m80_pair_table = p.m > 32 ? p.k >= 1024 || (p.k >= 768 && p.n >= 640)
-                                       : p.m > 8 && p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024;
+  const bool m80_pair_table = p.m > 32 ? p.k >= 1024 || (p.k >= 768 && p.n >= 640) : p.m > 8 && pair_table_pays;
   if (small_weight && p.m <= 80 && p.k <= 2048 && m80_pair_table) {
     const int64_t tiles = tile_count(p, 128, 16), k_tiles = (p.k + 127) / 128;
     const int64_t splits = std::clamp<int64_t>((6 * sms + 10 * tiles - 1) / (10 * tiles), 1, std::max<int64_t>(1, k_tiles / 2));
