@@ -29,22 +29,9 @@ LUTMM_DEVICE void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-// Four 8x8 b16 matrices; lane i supplies the row address of matrix i / 8, row i % 8.
-LUTMM_DEVICE void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(smem_row)));
-}
-
-LUTMM_DEVICE void ldmatrix_x2(uint32_t (&r)[2], const void* smem_row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_addr(smem_row)));
-}
-
-// The same at a shared-memory address (ptx::smem_addr): a 32-bit sum that ptxas folds into the
-// instruction's immediate offset where one term is a constant (through the generic pointer it kept a
-// register per address).
+// Four (two) 8x8 b16 matrices; lane i supplies the row address of matrix i / 8, row i % 8, as a 32-bit
+// shared-memory address (ptx::smem_addr): a sum with a constant term becomes the instruction's immediate
+// offset (through a generic pointer ptxas kept a register per address: docs/NOTES.md v1.19).
 LUTMM_DEVICE void ldmatrix_x4(uint32_t (&r)[4], uint32_t smem_row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
