@@ -249,7 +249,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, stage));
     const uint8_t* xs = Layout::x(smem, stage);
     const uint8_t* ss = Layout::scales(smem, stage);
-    // the scale of row g + 8h of strip fn of this warp in group row grow (see scale_lane below)
+    // the scale of row g + 8h of strip fn of this warp in group row grow (scale_lane, kScalesAdd: above)
     auto scale = [&](int grow, int fn, int h) {
       const int c = grow * K::kTileN + fn * 16 + h * 8;
       const int at = kScalesAdd ? scale_lane + Layout::scale_value(c) : Layout::scale_value(scale_row0 + c);
