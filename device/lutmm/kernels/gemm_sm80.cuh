@@ -34,6 +34,10 @@
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
+// Diagnostics (wrong results by design; through LUTMM_NVRTC_OPTIONS, which is part of the cache key):
+// -DLUTMM_EXPERIMENT_NO_LOADS times the main loop's compute alone (no copies after the prologue's stages),
+// -DLUTMM_EXPERIMENT_NO_COMPUTE its copy skeleton alone (copies, waits and barriers, no dequantization or
+// MMA). docs/NOTES.md v1.7 and v1.20 split the decode time with them.
 
 namespace lutmm {
 
@@ -233,9 +237,13 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;
     if constexpr (K::kStreamK) {
+#ifndef LUTMM_EXPERIMENT_NO_LOADS
       copy_unit(copy_next, Part::all);
+#endif
     } else {
+#ifndef LUTMM_EXPERIMENT_NO_LOADS
       if (next < num_kt) loader.load(smem, next % K::kStages, work.kt_begin + next);
+#endif
     }
     ptx::cp_async_commit();
     if (kL2Ahead > 0 && next + kL2Ahead < num_kt) loader.prefetch_w(work.kt_begin + next + kL2Ahead);
@@ -262,6 +270,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
     uint32_t words[K::kFragsN][K::kBits];
     uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
+#ifdef LUTMM_EXPERIMENT_NO_COMPUTE
+    if (p.k > 0) continue;
+#endif
 #pragma unroll
     for (int wk = 0; wk < K::kWarpsK; ++wk) {
       if (K::kWarpsK > 1 && wk != warp_k) continue;  // this warp group's run of slices: [wk, wk + 1) * kGroupSlices
