@@ -238,9 +238,10 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     //    split-K epilogue got cheaper in session 6: then 2 x 1280 x 320 ran 1.28x faster in three splits of
     //    64-deep tiles than unsplit, 8 x 1152 x 1152 1.07x faster in five splits than in three);
     //  * otherwise fill the resident slots, each split keeping at least two k tiles (8- and 16-column tiles)
-    //    or eight and 1024 of K (wider, compute-bound tiles at M > 80: 300 x 1152 x 1152 and 256 x 1280 x 1280 ran
+    //    or eight and 1024 of K (wider, compute-bound tiles at M > 80: 256 x 1280 x 1280 on sm80 tiles ran
     //    1.1-1.2x faster unsplit than split to fill the slots, 1024 x 640 x 2560 on 128 x 80 tiles 1.45x
-    //    faster in two splits than in four).
+    //    faster in two splits than in four); the sm90 family keeps 512 of K a split up to M = 512 where K is
+    //    short (session 16: 300 x 1152 x 1152 0.82x, 384 x 1536 x 1536 0.72x in two splits against one).
     const int64_t tiles = ((ps.n_padded + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
     int64_t target;
     int max_splits;
@@ -259,11 +260,18 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
       // (M <= 80 and K <= 2048 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x
       // faster in two and four splits than in one and two; 32 x 4096 x 4096 1.26x slower in eight than four;
-      // the sm90 family up to M = 256: 256 x 1280 x 1280 on 128 x 64 x 128 tiles 1.27x faster in two splits)
-      const bool short_k = p.k <= 2048 && (p.m <= 80 || (c.family == 90 && p.m <= 256));
+      // the sm90 family up to M = 512: 256 x 1280 x 1280 on 128 x 64 x 128 tiles 1.27x faster in two splits)
+      const bool short_k = p.k <= 2048 && (p.m <= 80 || (c.family == 90 && p.m <= 512));
       const int min_k_tiles = c.tile_m <= 16 ? 2 : (short_k ? std::max(4, 512 / c.tile_k) : std::max(8, 1024 / c.tile_k));
       max_splits = k_tiles >= 2 * min_k_tiles ? k_tiles / min_k_tiles : 1;
       splits = static_cast<int>(target / tiles);
+      if (c.family == 90 && tiles > target) {
+        // More than a wave (sm90 tiles, where it was measured): two splits where they fill the last wave much better, each keeping 2048 of K or
+        // more (docs/NOTES.md v1.20: 4096 x 1536 x 6144 0.89x, 2048 x 3072 x 6144 0.90x of the unsplit time on
+        // 256 x 128 tiles; four splits of 2048 x 2560 x 8192 1.04x, two of 4096 x 640 x 2560 1.28x)
+        auto waves = [&](int64_t s) { return static_cast<double>((tiles * s + target - 1) / target) / s; };
+        splits = max_splits >= 2 && p.k >= 4096 && waves(2) < 0.85 * waves(1) ? 2 : 1;
+      }
     }
     splits = std::clamp(splits, 1, std::clamp(max_splits, 1, 16));
   }

@@ -74,8 +74,8 @@ int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
 //    room for two blocks (1.04-1.18x); and the padded M of the medium rule with a tile of 256 x 32 per SM
 //    (333 x 6144 x 1536: 1.69x);
 //  * two warp groups splitting each k tile where the grid is small: 4-bit decode on weights of 8-16M
-//    values (4096 x 4096: 1.12x; 2 x 9216 x 1536: 1.26x) and M = 33..80 on small weights with K > 2048
-//    (64 x 1280 x 5120: 1.35x);
+//    values (4096 x 4096: 1.12x; since session 16 on 64-row tiles, or Stream-K where those exceed the SMs)
+//    and M = 33..80 on small weights with K > 2048 (64 x 1280 x 5120: 1.35x);
 //  * larger M with few 128 x 128 tiles and short K (the narrow diffusion layers: N = 32..640 at M = 1024
 //    and 4096): the widest tile that still gives about one block per SM, unsplit
 //    (with K this short the split-K round trip costs more than the idle SMs).
@@ -117,7 +117,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 3> small_w16{{{64, 16, 256, 4}, {64, 16, 128, 4}, {64, 16, 64, 4}}};
   // two warp groups splitting the k tile: small grids with long K
   static constexpr std::array<TileChoice, 1> small_w32_long_k{{{64, 32, 128, 4, 1, 4, 2}}};
-  static constexpr std::array<TileChoice, 1> decode8_mid_split{{{128, 8, 256, 4, 1, 3, 2}}};
+  static constexpr std::array<TileChoice, 1> decode8_mid_stream_k{{{128, 8, 128, 4, 1, 2}}};  // (the _occ4 shape)
+  static constexpr std::array<TileChoice, 2> decode8_mid_split{{{64, 8, 256, 4, 1, 3, 2}, {128, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_w8_eight_warps{{{128, 8, 128, 8}}};
   static constexpr std::array<TileChoice, 1> small_m80_two_strips{{{128, 16, 128, 4}}};
   static constexpr std::array<TileChoice, 2> narrow32{{{64, 32, 128, 4}, {64, 64, 64, 2}}};
@@ -159,7 +160,17 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     if (auto c = first_valid(p, dev, small_w32_long_k, LutPlacement::shared)) return *c;
   }
   if (p.bits == 4 && p.m <= 8 && mid_weight && !small_weight) {
-    if (auto c = first_valid(p, dev, decode8_mid_split, LutPlacement::shared_wide)) return *c;
+    // 64-row tiles split into about two blocks an SM, two 256-deep k tiles a split at least (the tuned pick on
+    // 4096 x 4096; 0.95-0.97x of 128-row tiles on it and on 2-6M-weight layers, 1.00-1.01x on 2048 x 7168); where
+    // the 64-row tiles alone exceed the SMs (short K, wide N), Stream-K over 128 x 8 x 128 units with four blocks
+    // an SM (the tuned pick on 2 x 9216 x 1536: 0.77x of one 128-row tile per block; 0.77-0.95x on N = 10240 ..
+    // 14336, K = 1024 .. 1536, M = 1..8): session 16, docs/NOTES.md v1.20
+    const int64_t tiles = tile_count(p, 64, 8), k_tiles = (p.k + 255) / 256;
+    if (tiles > sms) {
+      if (auto c = first_valid(p, dev, decode8_mid_stream_k, LutPlacement::shared, kStreamK)) return *c;
+    }
+    const int64_t splits = std::clamp<int64_t>(2 * sms / tiles, 1, std::max<int64_t>(1, k_tiles / 2));
+    if (auto c = first_valid(p, dev, decode8_mid_split, LutPlacement::shared_wide, static_cast<int>(splits))) return *c;
   }
   // Small weights (sessions 14-15, after the table build moved before the dependency wait and the split-K
   // sums into clusters): M <= 8 on 2M weights or more with K > 1024 on eight one-strip warps over 128 rows with

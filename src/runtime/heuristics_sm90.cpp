@@ -47,13 +47,15 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     c.tile_n = tile_n; c.tile_m = tile_m; c.tile_k = tile_k; c.stages = stages; c.warps_n = tile_n / 16;
   };
   const LutPlacement pair_table = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
-  const bool large_m = p.m >= 2048 || (p.m >= 1024 && p.k >= 2048);
   if (p.n < 1024 || p.n % 128 != 0) {
     // narrow layers at large M: two warpgroups of N = 128 or 80 (4096 x 320 x 320: 1.47x, 4096 x 640 x 640:
-    // 1.12x, 1024 x 640 x 2560: 1.17x over the sm80 kernels), the register table where K is short
+    // 1.12x, 1024 x 640 x 2560: 1.17x over the sm80 kernels), the register table where K is short: K = 321 .. 640
+    // (4096 x 640 x 640: the 128-byte pair table 1.07x slower), not K <= 320 (session 16: the pair table 0.93-0.99x
+    // on M = 2048 .. 8192, N = 320 .. 768)
+    const bool large_m = p.m >= 2048 || (p.m >= 1024 && p.k >= 2048);
     if (!large_m || p.n < 256 || p.n % 64 != 0) return std::nullopt;
     shape(128, 128, 64, 5);
-    c.lut = p.k <= 640 ? LutPlacement::registers : pair_table;
+    c.lut = p.k <= 320 ? LutPlacement::shared : p.k <= 640 ? LutPlacement::registers : pair_table;
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 6)) shape(128, 80, 64, 6);
   } else if (p.m <= 32) {
     // 17..32 on 16M+ weights: two warpgroups of N = 32 (1.09-1.13x); where 128-row tiles exceed 1.5 per SM

@@ -87,7 +87,10 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(64, 1280, 5120).name(), "sm90_n128_m32_k128_s4_w8x1_sk5_lutsmem256");
   EXPECT_EQ(pick(1024, 4608, 1152).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
   EXPECT_EQ(pick(1024, 10240, 1280).tile_m, 128);  // (estimated 0.83 of the taller tile's waves: not enough)
-  EXPECT_EQ(pick(4096, 320, 320, 4, 64).name(), "sm90_n128_m128_k64_s5_w8x1_sk1_lutreg");
+  // (the 128-byte pair table from session 16 where K <= 320: 0.93-0.99x of the register table on six M = 2048 ..
+  // 8192 layers; the register table stays at K = 321 .. 640: 4096 x 640 x 640 1.07x slower with the pair table)
+  EXPECT_EQ(pick(4096, 320, 320, 4, 64).name(), "sm90_n128_m128_k64_s5_w8x1_sk1_lutsmem");
+  EXPECT_EQ(pick(4096, 640, 640).lut, LutPlacement::registers);
   EXPECT_EQ(pick(1024, 640, 2560).name(), "sm90_n128_m80_k64_s6_w8x1_sk2_lutsmem256");
   EXPECT_EQ(pick(333, 1536, 1536).name(), "sm90_n128_m32_k128_s4_w8x1_sk1_lutsmem256");
   EXPECT_EQ(pick(2, 1280, 320, 4, 64).name(), "sm80_n64_m8_k64_s6_w4x1_sk3_lutreg");
@@ -114,7 +117,8 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(4096, 1536, 1536).name(), "sm90_n256_m128_k64_s4_w16x1_sk1_lutsmem256");
   // session 15: the pair table where the register table had won (0.73-0.87x on six M = 300..512 layers, 0.82-0.86x
   // on six M = 33..80 layers of 2-8M weights)
-  EXPECT_EQ(pick(300, 1152, 1152).name(), "sm90_n128_m64_k128_s4_w8x1_sk1_lutsmem256");
+  // (in two splits since session 16: 512 of K a split up to M = 512 where K <= 2048, 0.72-0.82x on four layers)
+  EXPECT_EQ(pick(300, 1152, 1152).name(), "sm90_n128_m64_k128_s4_w8x1_sk2_lutsmem256");
   EXPECT_EQ(pick(77, 1280, 2048).name(), "sm90_n128_m32_k128_s4_w8x1_sk4_lutsmem");
   EXPECT_EQ(pick(1024, 1152, 1152).name(), "sm90_n128_m80_k64_s6_w8x1_sk1_lutsmem");
   EXPECT_EQ(pick(32, 28672, 8192).family, 80);
@@ -147,8 +151,16 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // ... where K <= 2048 (32 x 4096 x 4096: eight splits 1.26x slower than four)
   EXPECT_EQ(pick(32, 4096, 4096).split_k, 4);
   // two warp groups splitting each k tile on small grids: 4-bit decode of 8-16M weights (4096 x 4096:
-  // 1.12x), small weights at M = 33..80 with K > 2048 (64 x 1280 x 5120: 1.35x)
-  EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n128_m8_k256_s3_w4x1x2_sk4_lutsmem256");
+  // 1.12x; 64-row tiles since session 16, 0.95-0.97x), small weights at M = 33..80 with K > 2048 (64 x 1280 x
+  // 5120: 1.35x) ...
+  EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");
+  // ... and Stream-K on four blocks an SM where the 64-row tiles alone exceed the SMs (the tuned best on
+  // 2 x 9216 x 1536, 0.77x; 0.77-0.95x on N = 10240 .. 14336 with K = 1024 .. 1536)
+  EXPECT_EQ(pick(2, 9216, 1536).name(), "sm80_n128_m8_k128_s2_w4x1_skstream_lutsmem_occ4");
+  // more than a wave of sm90 tiles: two splits where they fill the last wave much better and keep 2048 of K
+  // (4096 x 1536 x 6144: 0.89x), not below (4096 x 640 x 2560 1.28x slower in two)
+  EXPECT_EQ(pick(4096, 1536, 6144).name(), "sm90_n256_m128_k64_s4_w16x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(4096, 640, 2560).split_k, 1);
   EXPECT_EQ(pick(64, 1280, 5120, 4, 128, h200_sm80_only).warps_k, 2);
   EXPECT_EQ(pick(1, 8192, 8192).warps_k, 1);
   // N <= 64 at large M: the widest tile along M with about half a block per SM, two splits
