@@ -120,6 +120,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 1> decode8_mid_stream_k{{{128, 8, 128, 4, 1, 2}}};  // (the _occ4 shape)
   static constexpr std::array<TileChoice, 2> decode8_mid_split{{{64, 8, 256, 4, 1, 3, 2}, {128, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_w8_eight_warps{{{128, 8, 128, 8}}};
+  static constexpr std::array<TileChoice, 1> small_w8_groups{{{64, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_m80_two_strips{{{128, 16, 128, 4}}};
   static constexpr std::array<TileChoice, 2> narrow32{{{64, 32, 128, 4}, {64, 64, 64, 2}}};
   static constexpr std::array<TileChoice, 3> narrow16{{{64, 16, 128, 4}, {64, 16, 256, 4}, {64, 16, 64, 4}}};
@@ -192,6 +193,17 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     const int64_t tiles = tile_count(p, 128, 16), k_tiles = (p.k + 127) / 128;
     const int64_t splits = std::clamp<int64_t>((6 * sms + 10 * tiles - 1) / (10 * tiles), 1, std::max<int64_t>(1, k_tiles / 2));
     if (auto c = first_valid(p, dev, small_m80_two_strips, pair_table, static_cast<int>(splits))) return *c;
+  }
+  // ... and the smaller ones with K >= 1024 a multiple of 256 on 64-row tiles with two warp groups and the 128-byte
+  // table, one 256-deep k tile a split (up to eight, summed in a cluster), where that makes at most 1.5 blocks an SM:
+  // the tuned best on 2 x {320, 640, 1280} x 1280; 0.75-1.02x of the register table's 64-row tiles on 120 shapes of
+  // 0.25-3M weights, 1.23-1.57x slower on the 4-8M-weight ones at K = 1024 (256-512 blocks: excluded); the pair
+  // table on the register table's own tiles lost too (1.02x; 1.03-1.22x at K <= 512): session 16, docs/NOTES.md v1.20
+  if (small_weight && p.m <= 8 && p.k >= 1024 && p.k % 256 == 0) {
+    const int64_t splits = std::min<int64_t>(p.k / 256, 8);
+    if (2 * tile_count(p, 64, 8) * splits <= 3 * sms) {
+      if (auto c = first_valid(p, dev, small_w8_groups, LutPlacement::shared, static_cast<int>(splits))) return *c;
+    }
   }
   if (small_weight && p.m <= 128) {
     // 256-deep k tiles for M <= 8 where K is long and a multiple of 256 (2 x 1536 x 2048: 1.26x, 2 x 3072 x

@@ -102,6 +102,12 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(4, 2304, 1152).name(), "sm80_n128_m8_k128_s4_w8x1_sk5_lutsmem");
   EXPECT_EQ(pick(2, 3072, 1536).name(), "sm80_n128_m8_k128_s4_w8x1_sk4_lutsmem");
   EXPECT_EQ(pick(1, 4096, 1024).name(), "sm80_n64_m8_k128_s4_w4x1_sk2_lutreg");
+  // ... below 2M weights (or K = 1024) with K a multiple of 256: 64-row tiles with two warp groups, one 256-deep k
+  // tile a split (the tuned best on 2 x 1280 x 1280; session 16: 0.75-1.02x on 140 shapes), where that makes at
+  // most 1.5 blocks an SM (K = 1024 from N = 4096: 1.23-1.57x slower, left on the register table as above)
+  EXPECT_EQ(pick(2, 1280, 1280).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk5_lutsmem");
+  EXPECT_EQ(pick(8, 512, 2048).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk8_lutsmem");
+  EXPECT_EQ(pick(1, 2048, 1024).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem");
   // ... and M = 33..80 with K of 768..2048 on 128 x 16 tiles with the 256-byte-row table, about 0.6 blocks an SM
   // (the tuned best on 64 x 1280 x 1280 and 77 x 1280 x 768; 14 shapes 0.72-0.99x), not where K is shorter
   EXPECT_EQ(pick(64, 1280, 1280).name(), "sm80_n128_m16_k128_s4_w4x1_sk2_lutsmem256");
