@@ -179,7 +179,15 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // K = 1024 1.02-1.05x slower: docs/NOTES.md v1.19) ...
   const bool pair_table_pays = p.n * p.k >= 2ll * 1024 * 1024 && p.k > 1024;  // (below: M <= 32)
   if (small_weight && p.m <= 8 && pair_table_pays) {
-    if (auto c = first_valid(p, dev, small_w8_eight_warps, LutPlacement::shared)) return *c;
+    if (auto c = first_valid(p, dev, small_w8_eight_warps, LutPlacement::shared)) {
+      // at most eight splits where K <= 5120, so that a cluster sums them (0.93-0.97x on 112 shapes with K = 2560 ..
+      // 5120 that the one-wave rule split 10-16 ways; at K = 6144 .. 8192 1.07-1.15x slower: session 16, v1.20)
+      if (c->split_k > 8 && p.k <= 5120) {
+        c->split_k = 8;
+        c->split_k = resolve_split_k(*c, p, dev);
+      }
+      return *c;
+    }
   }
   // ... and M = 9..80 on 128 x 16 tiles of two strips a warp with the 256-byte-row table, split into about 0.6
   // blocks an SM, two k tiles a split at least (the tuned counts: 25 tiles in 3-4 splits, 40 and 50 in two):

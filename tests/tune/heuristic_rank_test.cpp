@@ -101,6 +101,10 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(2, 1536, 2048).name(), "sm80_n128_m8_k128_s4_w8x1_sk8_lutsmem");
   EXPECT_EQ(pick(4, 2304, 1152).name(), "sm80_n128_m8_k128_s4_w8x1_sk5_lutsmem");
   EXPECT_EQ(pick(2, 3072, 1536).name(), "sm80_n128_m8_k128_s4_w8x1_sk4_lutsmem");
+  // (at most eight splits, a cluster's worth, where K <= 5120: session 16, 0.95x over 108 shapes; the tuned pick on
+  // 2 x 1280 x 2816 has eight, the one-wave rule alone gave eleven)
+  EXPECT_EQ(pick(2, 1280, 2816).split_k, 8);
+  EXPECT_EQ(pick(1, 512, 8192).split_k, 16);
   EXPECT_EQ(pick(1, 4096, 1024).name(), "sm80_n64_m8_k128_s4_w4x1_sk2_lutreg");
   // ... below 2M weights (or K = 1024) with K a multiple of 256: 64-row tiles with two warp groups, one 256-deep k
   // tile a split (the tuned best on 2 x 1280 x 1280; session 16: 0.75-1.02x on 140 shapes), where that makes at
