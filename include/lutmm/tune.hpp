@@ -116,11 +116,11 @@ void reload_tuning();
 // ---- the tuner ----
 struct TuneOptions {
   double budget_ms = 600;  // measuring time (launches, covers, waits); JIT compiles and loads are extra
-  // Keys whose heuristic config runs in under small_key_us get max(budget_ms, small_key_budget_ms): each
-  // candidate's screening costs a few ms of covers and graph capture however short its runs, so on a 2-3 us
-  // key 600 ms reach only the ~50 best-ranked of ~400 candidates (docs/NOTES.md v1.18: 2.5 s found configs
-  // 4-17% faster on five of 55 small keys). 0 keeps budget_ms for every key (first-use tuning, which runs
-  // inside a model's first call, keeps it short).
+  // Keys whose heuristic config runs in under small_key_us get max(budget_ms, small_key_budget_ms): more
+  // screening for keys whose runs are microseconds (docs/NOTES.md v1.18: 2.5 s found configs 4-17% faster on five
+  // of 55 small keys when a screening cost 6-40 ms; since v1.20 it costs ~0.4 ms and 600 ms reach every candidate
+  // of such a key). 0 keeps budget_ms for every key (first-use tuning, which runs inside a model's first call,
+  // keeps it short).
   double small_key_budget_ms = 0;
   double small_key_us = 20;
   int repetitions = 5;     // timed runs of each finalist and of the heuristic's choice (median)

@@ -14,12 +14,11 @@
 
 #include <fmt/format.h>
 
-#include "jit/jit.hpp"
 #include "lutmm/error.hpp"
 #include "lutmm/pack.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/cuda_graph.hpp"
-#include "runtime/kernel_source.hpp"
+#include "runtime/launch_choices.hpp"
 
 namespace lutmm::tuning_detail {
 
@@ -223,26 +222,29 @@ void TimingSession::fill(const Buffer& b, const std::vector<uint8_t>& pattern) {
 }
 
 std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>& configs) {
-  // One kernel per (tile shape, LUT placement): split-K is a launch parameter.
-  std::map<std::string, size_t> request_of;  // the config name with split-K 1 -> index into requests
+  // One kernel per (tile shape, LUT placement, Stream-K or not): the split-K count is a launch parameter. Each
+  // is compiled as `lutmm precompile` does (with the spread split-K variant where a split could launch it), and
+  // then every config's launch is planned as gemm() will plan it, which loads exactly the kernels its runs use
+  // (the Stream-K instantiation, the spread variant): no timed run compiles or loads.
+  std::map<std::string, size_t> request_of;  // the kernel's name -> index into representatives
   std::vector<size_t> kernel_of(configs.size());
-  std::vector<jit::CompileRequest> requests;
+  std::vector<KernelConfig> representatives;
   for (size_t i = 0; i < configs.size(); ++i) {
-    KernelConfig shape = configs[i];
-    shape.split_k = 1;
-    const auto [it, inserted] = request_of.try_emplace(shape.name(), requests.size());
-    if (inserted) requests.push_back(gemm_kernel_request(p_, configs[i], dev_.arch()));
+    KernelConfig kernel = configs[i];
+    kernel.split_k = kernel.split_k == kStreamK ? kStreamK : 0;  // (0: any split count may launch it)
+    const auto [it, inserted] = request_of.try_emplace(kernel.name(), representatives.size());
+    if (inserted) representatives.push_back(kernel);
     kernel_of[i] = it->second;
   }
-  std::vector<std::string> kernel_errors(requests.size());
+  std::vector<std::string> kernel_errors(representatives.size());
   // NVRTC runs on the CPU: compile what the cache lacks on several threads.
   std::atomic<size_t> next{0};
   const unsigned hw = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  const size_t workers = std::min<size_t>(requests.size(), hw);
+  const size_t workers = std::min<size_t>(representatives.size(), hw);
   auto work = [&] {
-    for (size_t i = next++; i < requests.size(); i = next++) {
+    for (size_t i = next++; i < representatives.size(); i = next++) {
       try {
-        jit::compile_cached(requests[i]);
+        precompile(p_, representatives[i], dev_.arch());
       } catch (const Error& e) {
         kernel_errors[i] = e.what();
       }
@@ -253,16 +255,16 @@ std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>&
   work();
   for (std::thread& t : threads) t.join();
   // Loading touches the CUDA context: on this thread.
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (!kernel_errors[i].empty()) continue;
+  std::vector<std::string> errors(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    errors[i] = kernel_errors[kernel_of[i]];
+    if (!errors[i].empty()) continue;
     try {
-      jit::get_kernel(requests[i]);
+      launch_choices(p_, configs[i]);
     } catch (const Error& e) {
-      kernel_errors[i] = e.what();
+      errors[i] = e.what();
     }
   }
-  std::vector<std::string> errors(configs.size());
-  for (size_t i = 0; i < configs.size(); ++i) errors[i] = kernel_errors[kernel_of[i]];
   return errors;
 }
 
