@@ -68,6 +68,11 @@ std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<dou
 
 }  // namespace
 
+KernelConfig kernel_of(KernelConfig c) {
+  c.split_k = c.split_k == kStreamK ? kStreamK : 0;  // (0: any split count may launch it)
+  return c;
+}
+
 RelaxedCaptureMode::RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
 RelaxedCaptureMode::~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
 
@@ -226,25 +231,23 @@ std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>&
   // is compiled as `lutmm precompile` does (with the spread split-K variant where a split could launch it), and
   // then every config's launch is planned as gemm() will plan it, which loads exactly the kernels its runs use
   // (the Stream-K instantiation, the spread variant): no timed run compiles or loads.
-  std::map<std::string, size_t> request_of;  // the kernel's name -> index into representatives
-  std::vector<size_t> kernel_of(configs.size());
-  std::vector<KernelConfig> representatives;
+  std::map<std::string, size_t> request_of;  // the kernel's name -> index into kernels
+  std::vector<size_t> kernel_index(configs.size());
+  std::vector<KernelConfig> kernels;
   for (size_t i = 0; i < configs.size(); ++i) {
-    KernelConfig kernel = configs[i];
-    kernel.split_k = kernel.split_k == kStreamK ? kStreamK : 0;  // (0: any split count may launch it)
-    const auto [it, inserted] = request_of.try_emplace(kernel.name(), representatives.size());
-    if (inserted) representatives.push_back(kernel);
-    kernel_of[i] = it->second;
+    const auto [it, inserted] = request_of.try_emplace(kernel_name(configs[i]), kernels.size());
+    if (inserted) kernels.push_back(kernel_of(configs[i]));
+    kernel_index[i] = it->second;
   }
-  std::vector<std::string> kernel_errors(representatives.size());
+  std::vector<std::string> kernel_errors(kernels.size());
   // NVRTC runs on the CPU: compile what the cache lacks on several threads.
   std::atomic<size_t> next{0};
   const unsigned hw = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  const size_t workers = std::min<size_t>(representatives.size(), hw);
+  const size_t workers = std::min<size_t>(kernels.size(), hw);
   auto work = [&] {
-    for (size_t i = next++; i < representatives.size(); i = next++) {
+    for (size_t i = next++; i < kernels.size(); i = next++) {
       try {
-        precompile(p_, representatives[i], dev_.arch());
+        precompile(p_, kernels[i], dev_.arch());
       } catch (const Error& e) {
         kernel_errors[i] = e.what();
       }
@@ -257,7 +260,7 @@ std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>&
   // Loading touches the CUDA context: on this thread.
   std::vector<std::string> errors(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
-    errors[i] = kernel_errors[kernel_of[i]];
+    errors[i] = kernel_errors[kernel_index[i]];
     if (!errors[i].empty()) continue;
     try {
       launch_choices(p_, configs[i]);

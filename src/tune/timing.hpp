@@ -28,6 +28,11 @@ class RelaxedCaptureMode {
 // captures in global mode) counts as capturing, the error cleared.
 bool stream_is_capturing(cudaStream_t stream);
 
+// The kernel a config runs: configs that differ in the split-K count alone share it (one compile; Stream-K is an
+// instantiation of its own). kernel_of gives it as a config whose split count is open (any may launch it).
+KernelConfig kernel_of(KernelConfig c);
+inline std::string kernel_name(const KernelConfig& c) { return kernel_of(c).name(); }
+
 // lutmm's own stream on `device` (the current one), created once, never destroyed; tuning runs on it so
 // that it neither waits for nor delays the caller's stream beyond one event.
 cudaStream_t private_stream(int device);

@@ -42,13 +42,6 @@ constexpr int64_t kMaxRowTiles = 65535;
 
 using Clock = std::chrono::steady_clock;
 
-// The kernel a config runs: configs that differ in the split-K count alone share it (one compile; Stream-K is an
-// instantiation of its own).
-std::string kernel_name(KernelConfig c) {
-  c.split_k = c.split_k == kStreamK ? kStreamK : 0;
-  return c.name();
-}
-
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 double median(std::vector<double> v) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tune/timing.hpp"
 #include "tune_test_util.hpp"
 #include "verify.hpp"  // bench/verify.hpp: random inputs, output comparison, tolerances
 
@@ -242,18 +243,14 @@ TEST(TuneGpu, TuningCompilesOnlyTheKernelsOfTheCandidatesItReaches) {
   options.store = false;
   options.budget_ms = 60;
   const TuneResult r = tune(p, nullptr, options);
-  auto kernel = [](KernelConfig c) {
-    c.split_k = c.split_k == kStreamK ? kStreamK : 0;
-    return c.name();
-  };
   std::set<std::string> timed_kernels, reached, unreached;
   for (const CandidateTiming& c : r.candidates) {
-    if (c.runs > 0) timed_kernels.insert(kernel(c.config));
-    if (c.runs > 0 || c.note.rfind("failed", 0) == 0) reached.insert(kernel(c.config));
+    if (c.runs > 0) timed_kernels.insert(tuning_detail::kernel_name(c.config));
+    if (c.runs > 0 || c.note.rfind("failed", 0) == 0) reached.insert(tuning_detail::kernel_name(c.config));
   }
   for (const CandidateTiming& c : r.candidates)
-    if (c.note.find("screening share") != std::string::npos && reached.count(kernel(c.config)) == 0)
-      unreached.insert(kernel(c.config));
+    if (c.note.find("screening share") != std::string::npos && reached.count(tuning_detail::kernel_name(c.config)) == 0)
+      unreached.insert(tuning_detail::kernel_name(c.config));
   size_t cubins = 0;
   for (const auto& f : std::filesystem::directory_iterator(sandbox.dir() / "kernels"))
     if (f.path().extension() == ".cubin") ++cubins;
