@@ -48,10 +48,6 @@ std::optional<KernelConfig> first_valid(const Problem& p, const DeviceInfo& dev,
   return std::nullopt;
 }
 
-int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
-  return ((p.n + tile_n - 1) / tile_n) * ((p.m + tile_m - 1) / tile_m);
-}
-
 }  // namespace
 
 // Preferences per M range, from the H200 tuning runs of both shape sets (docs/TUNING.md, docs/NOTES.md):

@@ -24,7 +24,7 @@ bool shorter_tile_fits_waves_better(const Problem& p, const DeviceInfo& dev, con
                                     int short_stages) {
   auto cost = [&](const KernelConfig& t) {
     const int splits = resolve_split_k(t, p, dev);
-    const int64_t tiles = ((p.n + t.tile_n - 1) / t.tile_n) * ((p.m + t.tile_m - 1) / t.tile_m);
+    const int64_t tiles = tile_count(p, t.tile_n, t.tile_m);
     const int64_t waves = (tiles * splits + dev.sm_count - 1) / std::max(1, dev.sm_count);
     return static_cast<double>(waves) * t.tile_m / splits;
   };
@@ -126,7 +126,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
   // better and keep 2048 of K each (session 16: 4096 x 1536 x 6144 0.89x, 2048 x 3072 x 6144 0.90x, 4096 x 2560 x
   // 8192 0.96x). After the tile choice: counted into it, the split made taller tiles win where they lost (2048 x
   // 2560 x 8192 1.08x slower on 256 x 128 in two splits than on 256 x 80 unsplit, 4096 x 640 x 2560 1.28x).
-  const int64_t tiles = ((p.n + c.tile_n - 1) / c.tile_n) * ((p.m + c.tile_m - 1) / c.tile_m);
+  const int64_t tiles = tile_count(p, c.tile_n, c.tile_m);
   const int64_t slots = static_cast<int64_t>(std::max(1, dev.sm_count)) * resident_blocks_per_sm(c, p, dev);
   auto waves = [&](int64_t splits) { return static_cast<double>((tiles * splits + slots - 1) / slots) / splits; };
   if (c.split_k == 1 && tiles > slots && p.k >= 4096 && waves(2) < 0.85 * waves(1)) {

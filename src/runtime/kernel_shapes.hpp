@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -11,6 +12,11 @@ namespace lutmm {
 const std::vector<KernelConfig>& sm80_kernel_shapes();
 // The sm90 family's (warpgroup MMA, sm_90 GPUs only): one 16-row strip per warp, whole warpgroups.
 const std::vector<KernelConfig>& sm90_kernel_shapes();
+
+// Output tiles of tile_n x tile_m over p (N x M; the heuristics' grid arithmetic).
+inline int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
+  return ((p.n + tile_n - 1) / tile_n) * ((p.m + tile_m - 1) / tile_m);
+}
 
 // The sm90 family's choice where it beats the sm80 kernels (runtime/heuristics_sm90.cpp); nothing elsewhere.
 std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const DeviceInfo& dev);
