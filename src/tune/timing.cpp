@@ -242,7 +242,7 @@ std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>&
   std::vector<std::string> kernel_errors(kernels.size());
   // NVRTC runs on the CPU: compile what the cache lacks on several threads.
   std::atomic<size_t> next{0};
-  const unsigned hw = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  const unsigned hw = std::max(1u, std::min(kCompileThreads, std::thread::hardware_concurrency()));
   const size_t workers = std::min<size_t>(kernels.size(), hw);
   auto work = [&] {
     for (size_t i = next++; i < kernels.size(); i = next++) {

@@ -49,6 +49,8 @@ cudaStream_t private_stream(int device);
 // Memory is stream-ordered on the private stream and released when the session ends.
 class TimingSession {
  public:
+  static constexpr unsigned kCompileThreads = 8;  // prepare()'s NVRTC threads at most (fewer on fewer cores)
+
   // Queues behind the work already on `after`; throws Error when the GPU lacks the memory.
   TimingSession(const Problem& p, const DeviceInfo& dev, cudaStream_t after);
   ~TimingSession();
