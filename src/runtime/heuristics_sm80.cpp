@@ -114,7 +114,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // two warp groups splitting the k tile: small grids with long K
   static constexpr std::array<TileChoice, 1> small_w32_long_k{{{64, 32, 128, 4, 1, 4, 2}}};
   static constexpr std::array<TileChoice, 1> decode8_mid_stream_k{{{128, 8, 128, 4, 1, 2}}};  // (the _occ4 shape)
-  static constexpr std::array<TileChoice, 2> decode8_mid_split{{{64, 8, 256, 4, 1, 3, 2}, {128, 8, 256, 4, 1, 3, 2}}};
+  static constexpr std::array<TileChoice, 1> decode8_mid_split{{{64, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_w8_eight_warps{{{128, 8, 128, 8}}};
   static constexpr std::array<TileChoice, 1> small_w8_groups{{{64, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_m80_two_strips{{{128, 16, 128, 4}}};
