@@ -271,7 +271,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     uint32_t words[K::kFragsN][K::kBits];
     uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
 #ifdef LUTMM_EXPERIMENT_NO_COMPUTE
-    if (p.k > 0) continue;
+    if (p.k > 0) continue;  // (always true; a plain `continue` would make the code below unreachable to the compiler)
 #endif
 #pragma unroll
     for (int wk = 0; wk < K::kWarpsK; ++wk) {
