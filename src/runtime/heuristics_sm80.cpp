@@ -115,6 +115,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 1> small_w32_long_k{{{64, 32, 128, 4, 1, 4, 2}}};
   static constexpr std::array<TileChoice, 1> decode8_mid_stream_k{{{128, 8, 128, 4, 1, 2}}};  // (the _occ4 shape)
   static constexpr std::array<TileChoice, 1> decode8_mid_split{{{64, 8, 256, 4, 1, 3, 2}}};
+  static constexpr std::array<TileChoice, 1> decode8_two_stages{{{128, 8, 256, 4, 1, 2}}};
+  static constexpr std::array<TileChoice, 1> decode8_64_rows{{{64, 8, 256, 4, 1, 3}}};
   static constexpr std::array<TileChoice, 1> small_w8_eight_warps{{{128, 8, 128, 8}}};
   static constexpr std::array<TileChoice, 1> small_w8_groups{{{64, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_m80_two_strips{{{128, 16, 128, 4}}};
@@ -168,6 +170,27 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     }
     const int64_t splits = std::clamp<int64_t>(2 * sms / tiles, 1, std::max<int64_t>(1, k_tiles / 2));
     if (auto c = first_valid(p, dev, decode8_mid_split, LutPlacement::shared_wide, static_cast<int>(splits))) return *c;
+  }
+  // 4-bit decode on 16-40M weights (the 7-14B models' attention and MLP layers: 5120 x 4096, 7168 x 5120, 12288 x
+  // 3072, ...): three blocks an SM with the 128-byte-row table, split to fill those slots, two k tiles a split at
+  // least; 128 x 8 x 256 tiles in two stages at M <= 4 where that takes at most eight splits (a cluster sums them),
+  // else 64 x 8 x 256 tiles in three. Session 17's held-out tuning (docs/NOTES.md v1.21, 89 model layers the shape
+  // sets lack) picked one of the two, at about the block count this gives, on 13 of 16 such keys; the three-stage
+  // 128-row tiles split for about one block an SM (the rule below) ran 1.14-1.59x slower.
+  if (p.bits == 4 && p.m <= 8 && !mid_weight && p.n * p.k <= 40ll * 1024 * 1024) {
+    auto filling = [&](std::span<const TileChoice> tile) -> std::optional<KernelConfig> {
+      auto c = first_valid(p, dev, tile, LutPlacement::shared, 1);
+      if (!c) return c;
+      const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev), k_tiles = p.k / c->tile_k;
+      c->split_k = static_cast<int>(std::clamp<int64_t>(slots / tile_count(p, c->tile_n, c->tile_m), 1,
+                                                        std::max<int64_t>(1, k_tiles / 2)));
+      c->split_k = resolve_split_k(*c, p, dev);
+      return c;
+    };
+    if (p.m <= 4) {
+      if (auto c = filling(decode8_two_stages); c && c->split_k <= 8) return *c;
+    }
+    if (auto c = filling(decode8_64_rows)) return *c;
   }
   // Small weights (sessions 14-15, after the table build moved before the dependency wait and the split-K
   // sums into clusters): M <= 8 on 2M weights or more with K > 1024 on eight one-strip warps over 128 rows with
@@ -223,10 +246,11 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     if (p.bits == 4 && !mid_weight) {
       if (auto c = first_valid(p, dev, decode8_b4, LutPlacement::shared_wide)) {
         // Stream-K where the split-K grid's waves leave over a tenth of their block slots idle (224 tiles on
-        // the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every block still gets 16 k tiles
+        // the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every block still gets 15 k tiles
         // or more: a decode block streams W at a rate of its own, so the busiest slot sets the time.
         // 1 x 28672 x 8192 on the H200: 37.8 -> 36.1 us; on shorter runs the extra tile ends cost more than
-        // the balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8) (v1.14).
+        // the balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8; v1.14). (16 until session 17:
+        // 8 x 37888 x 3584, 15.7 a block, tuned Stream-K 1.22x faster than two waves; 28672 x 4096, 13.6, not.)
         KernelConfig stream_k = *c;
         stream_k.split_k = kStreamK;
         if (config_invalid_reason(stream_k, p, dev).empty()) {
@@ -234,7 +258,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
           const int64_t blocks = tile_count(p, c->tile_n, c->tile_m) * c->split_k;
           const int64_t waves = (blocks + slots - 1) / slots;
           const StreamKShape s = stream_k_shape(stream_k, p, dev);
-          if (10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 16ll * s.blocks) return stream_k;
+          if (10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 15ll * s.blocks) return stream_k;
         }
         return *c;
       }

@@ -47,7 +47,15 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     c.tile_n = tile_n; c.tile_m = tile_m; c.tile_k = tile_k; c.stages = stages; c.warps_n = tile_n / 16;
   };
   const LutPlacement pair_table = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
-  if (p.n < 1024 || p.n % 128 != 0) {
+  if (p.m >= 4096 && p.n >= 512 && p.n < 1536 && p.n % 64 == 0 && p.k > 640) {
+    // the diffusion layers of 512..1535 channels at 4096 tokens and more: four warpgroups of N = 128, or of N = 80
+    // where those fill the SMs' waves better, with the 256-byte-row table (session 17's held-out tuning: 4096 x
+    // 1152 x {1152, 4608} 1.30-1.34x, 4608 x 640 x 2560 1.31x, 4096 x 640 x {2048, 2560} 1.11x over two
+    // warpgroups; at M = 1024 two stayed level, docs/NOTES.md v1.21)
+    shape(256, 128, 64, 4);
+    c.lut = pair_table;
+    if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
+  } else if (p.n < 1024 || p.n % 128 != 0) {
     // narrow layers at large M: two warpgroups of N = 128 or 80 (4096 x 320 x 320: 1.47x, 4096 x 640 x 640:
     // 1.12x, 1024 x 640 x 2560: 1.17x over the sm80 kernels), the register table where K is short: K = 321 .. 640
     // (4096 x 640 x 640: the 128-byte pair table 1.07x slower), not K <= 320 (session 16: the pair table 0.93-0.99x
