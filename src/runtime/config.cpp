@@ -255,13 +255,14 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
       // down: on short K the split-K round trip costs more than idle SMs (2 x 9216 x 1536: one split of six
       // 256-deep tiles 1.16-1.22x faster than two in three tunings, 2 x 3072 x 1536: two 1.13x faster than three)
       splits = static_cast<int>(target / tiles);
-      // (not past the resident slots where rounding down fills nine tenths of them: 1 x 5120 x 13824's 40 tiles in
-      // seven splits on the H200's 264 ran as two waves, 18.1 us against 13.3 in six; 16 x 37888 x 3584's 148
-      // 256-row tiles stay in two splits, 33.5 us against 37.0 unsplit: session 17)
+      // Not past the resident slots unless rounding down leaves 40% of them idle (session 17 on the H200's 264:
+      // 1 x 5120 x 13824's 40 tiles in seven splits 18.1 us, in six 13.2; 9 x 9216 x 7168's 72 in four 20.2, in
+      // three 15.7; 9 x 12288 x 4096's 96 in three 15.8, in two 14.5; but 16 x 37888 x 3584's 148 256-row tiles
+      // 33.5 in two, 36.7 in one).
       const int rounded = static_cast<int>((target + tiles / 2) / tiles);
       const int64_t slots = static_cast<int64_t>(dev.sm_count) * resident_blocks_per_sm(c, p, dev);
-      const bool fills = 10 * splits * tiles >= 9 * slots;
-      if (rounded > splits && k_tiles >= 4 * rounded && (rounded * tiles <= slots || !fills)) splits = rounded;
+      const bool past_slots = rounded * tiles > slots, few_blocks = 10 * splits * tiles < 6 * slots;
+      if (rounded > splits && k_tiles >= 4 * rounded && (!past_slots || few_blocks)) splits = rounded;
     } else {
       target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
       // (M <= 80 and K <= 2048 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x

@@ -115,8 +115,6 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   static constexpr std::array<TileChoice, 1> small_w32_long_k{{{64, 32, 128, 4, 1, 4, 2}}};
   static constexpr std::array<TileChoice, 1> decode8_mid_stream_k{{{128, 8, 128, 4, 1, 2}}};  // (the _occ4 shape)
   static constexpr std::array<TileChoice, 1> decode8_mid_split{{{64, 8, 256, 4, 1, 3, 2}}};
-  static constexpr std::array<TileChoice, 1> decode8_two_stages{{{128, 8, 256, 4, 1, 2}}};
-  static constexpr std::array<TileChoice, 1> decode8_64_rows{{{64, 8, 256, 4, 1, 3}}};
   static constexpr std::array<TileChoice, 1> small_w8_eight_warps{{{128, 8, 128, 8}}};
   static constexpr std::array<TileChoice, 1> small_w8_groups{{{64, 8, 256, 4, 1, 3, 2}}};
   static constexpr std::array<TileChoice, 1> small_m80_two_strips{{{128, 16, 128, 4}}};
@@ -145,6 +143,22 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   const bool padded_a_lot = p.m < 512 && 10 * std::min(pad64, pad80) > p.m;
   const bool huge_weight = p.n * p.k > 100ll * 1000 * 1000;
   const bool n256 = p.n % 256 == 0;
+  // One tile row of decode tiles on the largest weights: Stream-K where the split-K grid's waves leave over a tenth
+  // of their block slots idle (224 tiles on the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every
+  // block still gets 15 k tiles or more: a decode block streams W at a rate of its own, so the busiest slot sets the
+  // time. 1 x 28672 x 8192 on the H200: 37.8 -> 36.1 us; on shorter runs the extra tile ends cost more than the
+  // balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8; v1.14). (16 until session 17: 8 x 37888 x
+  // 3584, 15.7 a block, tuned Stream-K 1.22x faster than two waves; 28672 x 4096, 13.6, not.)
+  auto stream_k_where_balanced = [&](const KernelConfig& c) {
+    KernelConfig stream_k = c;
+    stream_k.split_k = kStreamK;
+    if (!config_invalid_reason(stream_k, p, dev).empty()) return c;
+    const int64_t slots = sms * resident_blocks_per_sm(c, p, dev);
+    const int64_t blocks = tile_count(p, c.tile_n, c.tile_m) * c.split_k;
+    const int64_t waves = (blocks + slots - 1) / slots;
+    const StreamKShape s = stream_k_shape(stream_k, p, dev);
+    return 10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 15ll * s.blocks ? stream_k : c;
+  };
   if (n256 && p.m > 8 && p.m <= 16 && huge_weight) {
     if (auto c = first_valid(p, dev, strips4_m16, pair_table)) return *c;
   }
@@ -171,26 +185,47 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     const int64_t splits = std::clamp<int64_t>(2 * sms / tiles, 1, std::max<int64_t>(1, k_tiles / 2));
     if (auto c = first_valid(p, dev, decode8_mid_split, LutPlacement::shared_wide, static_cast<int>(splits))) return *c;
   }
-  // 4-bit decode on 16-40M weights (the 7-14B models' attention and MLP layers: 5120 x 4096, 7168 x 5120, 12288 x
-  // 3072, ...): three blocks an SM with the 128-byte-row table, split to fill those slots, two k tiles a split at
-  // least; 128 x 8 x 256 tiles in two stages at M <= 4 where that takes at most eight splits (a cluster sums them),
-  // else 64 x 8 x 256 tiles in three. Session 17's held-out tuning (docs/NOTES.md v1.21, 89 model layers the shape
-  // sets lack) picked one of the two, at about the block count this gives, on 13 of 16 such keys; the three-stage
-  // 128-row tiles split for about one block an SM (the rule below) ran 1.14-1.59x slower.
-  if (p.bits == 4 && p.m <= 8 && !mid_weight && p.n * p.k <= 40ll * 1024 * 1024) {
-    auto filling = [&](std::span<const TileChoice> tile) -> std::optional<KernelConfig> {
-      auto c = first_valid(p, dev, tile, LutPlacement::shared, 1);
-      if (!c) return c;
-      const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev), k_tiles = p.k / c->tile_k;
-      c->split_k = static_cast<int>(std::clamp<int64_t>(slots / tile_count(p, c->tile_n, c->tile_m), 1,
-                                                        std::max<int64_t>(1, k_tiles / 2)));
-      c->split_k = resolve_split_k(*c, p, dev);
-      return c;
+  // 4-bit decode on 16-100M weights (most of the 7-70B models' layers) from session 17's tuning of 200 held-out model
+  // layers (docs/NOTES.md v1.21), where the one-wave split rule below left 1.1-2.1x: the choice is how many blocks an
+  // SM and how well the grid fills them. With K a multiple of 256, one of three tiles split to fill their resident
+  // slots (at most eight splits, two k tiles a split at least), the one whose grid fills them best, ties (within 2%)
+  // going to the first: 128 x 8 x 256 in two stages with the 256-byte-row table (two blocks an SM; the tuned pick on
+  // 8192 x 8192, 14336 x 4096, 16384 x 3072, 8192 x 3584, 5120 x 13824), then with the 128-byte-row table (three an
+  // SM: 7168 x 5120, 12288 x 3072, 12288 x 4096, 24576 x 3072), then 64 x 8 x 256 in three stages with it (three an
+  // SM: 3072 x 8192, whose 128-row tiles would need 16 splits). Otherwise (K = 4544, 10944: 64-deep k tiles) eight
+  // one-strip warps over 256 rows with the 256-byte-row table split to fill two blocks an SM, or 64-row tiles
+  // where those fill under half of them (2 x 2048 x 10944): 18176 x 4544 48.1 -> 23.2 us tuned.
+  if (p.bits == 4 && p.m <= 8 && !mid_weight && !huge_weight) {
+    struct Filled {
+      KernelConfig c;
+      double fill;  // blocks over resident slots, per wave
     };
-    if (p.m <= 4) {
-      if (auto c = filling(decode8_two_stages); c && c->split_k <= 8) return *c;
+    auto fill_slots = [&](const TileChoice& t, LutPlacement lut, int min_k_tiles) -> std::optional<Filled> {
+      auto c = first_valid(p, dev, std::span<const TileChoice>(&t, 1), lut, 1);
+      if (!c || c->lut != lut) return std::nullopt;
+      const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev), tiles = tile_count(p, c->tile_n, c->tile_m);
+      const int64_t k_tiles = p.k / c->tile_k;
+      c->split_k = static_cast<int>(std::clamp<int64_t>(slots / tiles, 1, std::clamp<int64_t>(k_tiles / min_k_tiles, 1, 8)));
+      c->split_k = resolve_split_k(*c, p, dev);
+      const int64_t blocks = tiles * c->split_k, waves = (blocks + slots - 1) / slots;
+      return Filled{*c, static_cast<double>(blocks) / static_cast<double>(waves * slots)};
+    };
+    std::optional<Filled> best;
+    if (p.k % 256 == 0) {
+      static constexpr TileChoice two_stages{128, 8, 256, 4, 1, 2}, rows64{64, 8, 256, 4, 1, 3};
+      for (const auto& [t, lut] : {std::pair{two_stages, LutPlacement::shared_wide}, std::pair{two_stages, LutPlacement::shared},
+                                   std::pair{rows64, LutPlacement::shared}}) {
+        const auto f = fill_slots(t, lut, 2);
+        if (f && (!best || f->fill > best->fill + 0.02)) best = f;
+      }
+    } else {
+      static constexpr TileChoice rows256{256, 8, 64, 8, 1, 6}, rows64{64, 8, 64, 4, 1, 6};
+      best = fill_slots(rows256, LutPlacement::shared_wide, 4);
+      if (!best || best->fill < 0.5) {
+        if (const auto f = fill_slots(rows64, LutPlacement::shared_wide, 4); f && (!best || f->fill > best->fill)) best = f;
+      }
     }
-    if (auto c = filling(decode8_64_rows)) return *c;
+    if (best) return best->c;
   }
   // Small weights (sessions 14-15, after the table build moved before the dependency wait and the split-K
   // sums into clusters): M <= 8 on 2M weights or more with K > 1024 on eight one-strip warps over 128 rows with
@@ -244,24 +279,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     lut = LutPlacement::registers;
   } else if (p.m <= 8) {
     if (p.bits == 4 && !mid_weight) {
-      if (auto c = first_valid(p, dev, decode8_b4, LutPlacement::shared_wide)) {
-        // Stream-K where the split-K grid's waves leave over a tenth of their block slots idle (224 tiles on
-        // the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every block still gets 15 k tiles
-        // or more: a decode block streams W at a rate of its own, so the busiest slot sets the time.
-        // 1 x 28672 x 8192 on the H200: 37.8 -> 36.1 us; on shorter runs the extra tile ends cost more than
-        // the balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8; v1.14). (16 until session 17:
-        // 8 x 37888 x 3584, 15.7 a block, tuned Stream-K 1.22x faster than two waves; 28672 x 4096, 13.6, not.)
-        KernelConfig stream_k = *c;
-        stream_k.split_k = kStreamK;
-        if (config_invalid_reason(stream_k, p, dev).empty()) {
-          const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev);
-          const int64_t blocks = tile_count(p, c->tile_n, c->tile_m) * c->split_k;
-          const int64_t waves = (blocks + slots - 1) / slots;
-          const StreamKShape s = stream_k_shape(stream_k, p, dev);
-          if (10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 15ll * s.blocks) return stream_k;
-        }
-        return *c;
-      }
+      if (auto c = first_valid(p, dev, decode8_b4, LutPlacement::shared_wide)) return stream_k_where_balanced(*c);
       prefs = decode8_b4;
       lut = LutPlacement::shared_wide;
     } else {

@@ -178,23 +178,31 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(1024, 32, 1152).name(), "sm80_n64_m16_k128_s4_w4x1_sk2_lutreg");
   // wide tiles keep 1024 of K per split (1024 x 640 x 2560: two splits 1.45x faster than four)
   EXPECT_EQ(pick(1024, 640, 2560, 4, 128, h200_sm80_only).split_k, 2);
-  // session 17, from the tuning of 89 held-out model layers (docs/NOTES.md v1.21; each A/B'd on the H200 against
-  // the rules before): 4-bit decode on 16-40M weights fills three blocks an SM with the 128-byte-row table, on
-  // two-stage 128-row tiles at M <= 4 (1 x 7168 x 5120: 12.9 -> 8.1 us) ...
+  // session 17, from the tuning of 200 held-out model layers (docs/NOTES.md v1.21; A/B'd on the H200 against the
+  // rules before, 0.84x over the 64 keys whose pick changed): 4-bit decode on 16-100M weights on whichever of three
+  // tiles fills its resident slots best, ties to the first: 128 x 8 x 256 in two stages with the 256-byte-row table,
+  // two blocks an SM (8192 x 8192, 8192 x 3584: 9.4 -> 7.0 us) ...
+  EXPECT_EQ(pick(1, 8192, 8192).name(), "sm80_n128_m8_k256_s2_w4x1_sk4_lutsmem256");
+  EXPECT_EQ(pick(1, 8192, 3584).name(), "sm80_n128_m8_k256_s2_w4x1_sk4_lutsmem256");
+  // ... with the 128-byte-row table, three an SM (1 x 7168 x 5120: 12.9 -> 8.1 us) ...
   EXPECT_EQ(pick(1, 7168, 5120).name(), "sm80_n128_m8_k256_s2_w4x1_sk7_lutsmem");
   EXPECT_EQ(pick(2, 12288, 3072).name(), "sm80_n128_m8_k256_s2_w4x1_sk4_lutsmem");
-  // ... on 64-row tiles where those would need more than eight splits, or at M = 5..8 (8 x 6144 x 5120: 11.3 -> 8.2)
+  // ... 64-row tiles, three an SM, where the 128-row ones would need more than eight splits (1 x 3072 x 8192: 10.3
+  // -> 7.5 us) ...
   EXPECT_EQ(pick(1, 3072, 8192).name(), "sm80_n64_m8_k256_s3_w4x1_sk8_lutsmem");
   EXPECT_EQ(pick(8, 6144, 5120).name(), "sm80_n64_m8_k256_s3_w4x1_sk4_lutsmem");
-  // ... (not from 42M weights: 8192 x 8192 keeps its three 256-deep stages)
-  EXPECT_EQ(pick(1, 8192, 8192).stages, 3);
-  // the one-wave rule's rounding up stays within the resident slots where rounding down fills 90% of them (1 x
-  // 5120 x 13824: 40 tiles in six splits, 18.1 -> 13.3 us), not where it would leave many idle (16 x 37888 x 3584)
-  EXPECT_EQ(pick(1, 5120, 13824).split_k, 6);
+  // ... and for K that 256 does not divide, 64-deep k tiles of 256 rows and eight warps (2 x 18176 x 4544: 47.8 ->
+  // 18.2 us), 64 rows where those fill under half the slots (2 x 2048 x 10944: 14.5 -> 9.4)
+  EXPECT_EQ(pick(2, 18176, 4544, 4, 64).name(), "sm80_n256_m8_k64_s6_w8x1_sk3_lutsmem256");
+  EXPECT_EQ(pick(2, 2048, 10944, 4, 64).name(), "sm80_n64_m8_k64_s6_w4x1_sk8_lutsmem256");
+  // the one-wave rule's rounding up stays within the resident slots unless rounding down leaves 40% idle (1 x 5120 x
+  // 13824 in the rule above; 9 x 9216 x 7168: 72 tiles in three splits, 20.2 -> 15.7 us; 16 x 37888 x 3584 keeps two)
+  EXPECT_EQ(pick(9, 9216, 7168).split_k, 3);
   EXPECT_EQ(pick(16, 37888, 3584).split_k, 2);
-  // Stream-K from 15 k tiles a block (8 x 37888 x 3584, 15.7: 28.1 -> 22.9 us), not below (1 x 28672 x 4096, 13.6)
+  // Stream-K from 15 k tiles a block (8 x 37888 x 3584, 15.7: 28.1 -> 22.8 us), not below (1 x 28672 x 4096, 13.6)
   EXPECT_EQ(pick(8, 37888, 3584).split_k, kStreamK);
   EXPECT_NE(pick(1, 28672, 4096).split_k, kStreamK);
+  EXPECT_EQ(pick(1, 28672, 8192).split_k, kStreamK);
   // layers of 512..1535 channels at M >= 4096: four warpgroups (4096 x 1152 x 1152: 42.1 -> 31.5 us, 4096 x 1024 x
   // 4096 123.9 -> 59.9), not at M = 2048 (level) nor where K <= 640 (the register table's rule above)
   EXPECT_EQ(pick(4096, 1152, 1152).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
