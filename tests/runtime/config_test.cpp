@@ -306,7 +306,11 @@ TEST(SplitK, AutoFollowsTheMeasuredRules) {
   const KernelConfig deep64 = KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1_skauto_lutreg");
   EXPECT_EQ(resolve_split_k(deep, problem(2, 9216, 1536), dev), 1);    // 72 tiles, 6 k tiles: not 2
   EXPECT_EQ(resolve_split_k(deep64, problem(2, 3072, 1536), dev), 2);  // 48 tiles: not 3
-  EXPECT_EQ(resolve_split_k(deep, problem(1, 9216, 4096), dev), 4);    // 19 MB, 264 / 72 = 3.7; 16 k tiles: up
+  EXPECT_EQ(resolve_split_k(deep, problem(1, 9216, 2048), dev), 2);    // 9 MB, 132 / 72 = 1.8; 8 k tiles: up
+  // ... and down where up would pass the resident slots (19 MB, 264 / 72 = 3.7: 288 blocks would be two waves;
+  // session 17), unless down leaves 40% of them idle
+  EXPECT_EQ(resolve_split_k(deep, problem(1, 9216, 4096), dev), 3);
+  EXPECT_EQ(resolve_split_k(KernelConfig::parse("sm80_n256_m16_k128_s3_w4x1_skauto_lutsmem256"), problem(16, 37888, 3584), dev), 2);
   EXPECT_EQ(resolve_split_k(wide, problem(300, 1152, 1152), dev), 1);           // 9 k tiles
   EXPECT_EQ(resolve_split_k(wide, problem(300, 1152, 1920), dev), 1);           // 15 k tiles
   const int long_k = resolve_split_k(wide, problem(300, 1152, 4096), dev);      // 32 k tiles
