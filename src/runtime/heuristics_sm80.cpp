@@ -194,24 +194,46 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // SM: 7168 x 5120, 12288 x 3072, 12288 x 4096, 24576 x 3072), then 64 x 8 x 256 in three stages with it (three an
   // SM: 3072 x 8192, whose 128-row tiles would need 16 splits). Otherwise (K = 4544, 10944: 64-deep k tiles) eight
   // one-strip warps over 256 rows with the 256-byte-row table split to fill two blocks an SM, or 64-row tiles
-  // where those fill under half of them (2 x 2048 x 10944): 18176 x 4544 48.1 -> 23.2 us tuned.
-  if (p.bits == 4 && p.m <= 8 && !mid_weight && !huge_weight) {
+  // where those fill under half of them (2 x 2048 x 10944): 18176 x 4544 48.1 -> 23.2 us tuned. At M = 9..16 on
+  // 8-100M weights likewise where the rule further below fills under three quarters of its slots: 128 x 16 x 256
+  // tiles in three stages with the 256-byte-row table, four k tiles a split at least (two an SM: the tuned pick on
+  // 4096 x 14336, 8192 x 8192, 14336 x 4096), then 64 x 16 x 128 in four with the 128-byte-row one (three an SM:
+  // 3072 x 8192, 6144 x 4096, 6144 x 2048), or 64 x 16 x 64 in six where K is no multiple of 128; not where those
+  // 64-row tiles are too few to fill the slots in eight splits (16 x 1536 x 8960 1.40x, 12 x 2048 x 5632 1.06x
+  // slower so). 0.90x over 24 such keys at first, the three losers excluded by the bounds since.
+  const bool decode_fill = p.bits == 4 && !huge_weight &&
+                           (p.m <= 8 ? !mid_weight : p.m <= 16 && p.n * p.k > 8ll * 1024 * 1024);
+  if (decode_fill) {
     struct Filled {
       KernelConfig c;
       double fill;  // blocks over resident slots, per wave
+    };
+    auto fill_of = [&](const KernelConfig& c) {
+      const int64_t slots = sms * resident_blocks_per_sm(c, p, dev), blocks = tile_count(p, c.tile_n, c.tile_m) * c.split_k;
+      return static_cast<double>(blocks) / static_cast<double>((blocks + slots - 1) / slots * slots);
     };
     auto fill_slots = [&](const TileChoice& t, LutPlacement lut, int min_k_tiles) -> std::optional<Filled> {
       auto c = first_valid(p, dev, std::span<const TileChoice>(&t, 1), lut, 1);
       if (!c || c->lut != lut) return std::nullopt;
       const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev), tiles = tile_count(p, c->tile_n, c->tile_m);
       const int64_t k_tiles = p.k / c->tile_k;
+      if (p.m > 8 && c->tile_k == 128 && 32 * tiles < 3 * slots) return std::nullopt;  // (too few: under 3/4 in 8 splits)
       c->split_k = static_cast<int>(std::clamp<int64_t>(slots / tiles, 1, std::clamp<int64_t>(k_tiles / min_k_tiles, 1, 8)));
       c->split_k = resolve_split_k(*c, p, dev);
-      const int64_t blocks = tiles * c->split_k, waves = (blocks + slots - 1) / slots;
-      return Filled{*c, static_cast<double>(blocks) / static_cast<double>(waves * slots)};
+      return Filled{*c, fill_of(*c)};
     };
     std::optional<Filled> best;
-    if (p.k % 256 == 0) {
+    if (p.m > 8) {
+      const bool deep = !mid_weight;  // (the M = 9..16 rule below)
+      const auto rule = first_valid(p, dev, deep ? std::span<const TileChoice>(decode16_b4) : std::span<const TileChoice>(decode16),
+                                    deep ? LutPlacement::shared_wide : LutPlacement::shared);
+      if (!rule || fill_of(*rule) < 0.75) {
+        static constexpr TileChoice deep16{128, 16, 256, 4, 1, 3}, rows64{64, 16, 128, 4, 1, 4}, rows64_k64{64, 16, 64, 4, 1, 6};
+        const auto f = p.k % 128 == 0 ? fill_slots(rows64, LutPlacement::shared, 2) : fill_slots(rows64_k64, LutPlacement::shared, 4);
+        if (f && p.k % 256 == 0) best = fill_slots(deep16, LutPlacement::shared_wide, 4);
+        if (f && (!best || f->fill > best->fill + 0.02)) best = f;
+      }
+    } else if (p.k % 256 == 0) {
       static constexpr TileChoice two_stages{128, 8, 256, 4, 1, 2}, rows64{64, 8, 256, 4, 1, 3};
       for (const auto& [t, lut] : {std::pair{two_stages, LutPlacement::shared_wide}, std::pair{two_stages, LutPlacement::shared},
                                    std::pair{rows64, LutPlacement::shared}}) {

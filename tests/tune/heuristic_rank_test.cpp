@@ -195,6 +195,13 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // 18.2 us), 64 rows where those fill under half the slots (2 x 2048 x 10944: 14.5 -> 9.4)
   EXPECT_EQ(pick(2, 18176, 4544, 4, 64).name(), "sm80_n256_m8_k64_s6_w8x1_sk3_lutsmem256");
   EXPECT_EQ(pick(2, 2048, 10944, 4, 64).name(), "sm80_n64_m8_k64_s6_w4x1_sk8_lutsmem256");
+  // ... and at M = 9..16 where the rule for those fills under 3/4 of its slots: 64 x 16 x 128 tiles, three an SM
+  // (16 x 6144 x 3072: 9.1 -> 7.3 us), or k64 ones (9 x 2048 x 10944: 14.1 -> 12.4); not where it fills them (16 x
+  // 3584 x 14336: 64-row tiles 1.04x slower) nor where the 64-row tiles are too few (16 x 1536 x 8960: 1.40x slower)
+  EXPECT_EQ(pick(16, 6144, 4096).name(), "sm80_n64_m16_k128_s4_w4x1_sk4_lutsmem");
+  EXPECT_EQ(pick(9, 2048, 10944, 4, 64).name(), "sm80_n64_m16_k64_s6_w4x1_sk8_lutsmem");
+  EXPECT_EQ(pick(16, 3584, 14336).name(), "sm80_n128_m16_k256_s3_w4x1_sk8_lutsmem256");
+  EXPECT_EQ(pick(16, 1536, 8960).name(), "sm80_n128_m16_k128_s4_w4x1_sk10_lutsmem");
   // the one-wave rule's rounding up stays within the resident slots unless rounding down leaves 40% idle (1 x 5120 x
   // 13824 in the rule above; 9 x 9216 x 7168: 72 tiles in three splits, 20.2 -> 15.7 us; 16 x 37888 x 3584 keeps two)
   EXPECT_EQ(pick(9, 9216, 7168).split_k, 3);
