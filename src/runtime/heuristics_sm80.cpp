@@ -75,6 +75,8 @@ std::optional<KernelConfig> first_valid(const Problem& p, const DeviceInfo& dev,
 //  * larger M with few 128 x 128 tiles and short K (the narrow diffusion layers: N = 32..640 at M = 1024
 //    and 4096): the widest tile that still gives about one block per SM, unsplit
 //    (with K this short the split-K round trip costs more than the idle SMs).
+//  * 4-bit decode at M <= 16 on 8-100M weights (session 17, from 200 held-out model layers): the tile whose split
+//    grid best fills its resident slots, two or three blocks an SM (see the rule).
 // The later entries are fallbacks for K that 128 or 256 does not divide, and for GPUs with less shared
 // memory.
 KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
