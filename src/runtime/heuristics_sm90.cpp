@@ -47,11 +47,13 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     c.tile_n = tile_n; c.tile_m = tile_m; c.tile_k = tile_k; c.stages = stages; c.warps_n = tile_n / 16;
   };
   const LutPlacement pair_table = p.bits == 4 ? LutPlacement::shared_wide : LutPlacement::shared;
-  if (p.m >= 4096 && p.n >= 512 && p.n < 1536 && p.n % 64 == 0 && p.k > 640) {
-    // the diffusion layers of 512..1535 channels at 4096 tokens and more: four warpgroups of N = 128, or of N = 80
+  if (p.m >= 2048 && p.n >= (p.m >= 4096 ? 512 : 768) && p.n < 1536 && p.n % 64 == 0 && p.k > 640) {
+    // the diffusion layers of 512..1535 channels at 2048 tokens and more: four warpgroups of N = 128, or of N = 80
     // where those fill the SMs' waves better, with the 256-byte-row table (session 17's held-out tuning: 4096 x
-    // 1152 x {1152, 4608} 1.30-1.34x, 4608 x 640 x 2560 1.31x, 4096 x 640 x {2048, 2560} 1.11x over two
-    // warpgroups; at M = 1024 two stayed level, docs/NOTES.md v1.21)
+    // 1152 x {1152, 4608} 1.30-1.34x, 4608 x 640 x 2560 1.31x, 4096 x 640 x {2048, 2560} 1.11x, 2048 x 1280 x 768
+    // 1.36x over two warpgroups; A/B'd: 0.57-0.93x on six such layers at M = 2048 .. 3072, but 2048 x 640 x 2560 1.15x
+    // slower, whose 640 rows pad the 256-row tiles by a sixth: from N = 768 there; at M = 1024 two stayed level,
+    // docs/NOTES.md v1.21)
     shape(256, 128, 64, 4);
     c.lut = pair_table;
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
@@ -127,6 +129,14 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
   } else {
     shape(128, 80, 64, 6);  // N = 1024..3071: two warpgroups of N = 80 (1.1-1.15x)
+  }
+  if (!config_invalid_reason(c, p, dev).empty() && c.tile_k == 128) {
+    // K that 128 does not divide (Falcon's 4544, DeepSeek-V2-Lite's 10944): the 64-deep tile of the same rows, at
+    // least 64 columns (there is no 32-column one), six stages (two warpgroups) or four (four). Session 17: the sm80
+    // fallback ran 96 x 4672 x 4544 and 32 x 18176 x 4544 2.2x and 1.9x behind the tuned picks.
+    c.tile_k = 64;
+    c.tile_m = std::max(c.tile_m, 64);
+    c.stages = c.tile_n == 256 ? 4 : 6;
   }
   if (!config_invalid_reason(c, p, dev).empty()) return std::nullopt;
   c.split_k = resolve_split_k(c, p, dev);

@@ -210,11 +210,17 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(8, 37888, 3584).split_k, kStreamK);
   EXPECT_NE(pick(1, 28672, 4096).split_k, kStreamK);
   EXPECT_EQ(pick(1, 28672, 8192).split_k, kStreamK);
-  // layers of 512..1535 channels at M >= 4096: four warpgroups (4096 x 1152 x 1152: 42.1 -> 31.5 us, 4096 x 1024 x
-  // 4096 123.9 -> 59.9), not at M = 2048 (level) nor where K <= 640 (the register table's rule above)
+  // layers of 512..1535 channels at M >= 4096, 768..1535 from M = 2048: four warpgroups (4096 x 1152 x 1152: 42.1 ->
+  // 31.5 us, 4096 x 1024 x 4096 123.9 -> 59.9, 2048 x 1024 x 4096 62.7 -> 35.7), not at M = 1024 (level) nor where K <= 640 (the register
+  // table's rule above)
   EXPECT_EQ(pick(4096, 1152, 1152).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
   EXPECT_EQ(pick(4608, 640, 2560).name(), "sm90_n256_m128_k64_s4_w16x1_sk1_lutsmem256");
-  EXPECT_EQ(pick(2048, 1152, 1152).tile_n, 128);
+  EXPECT_EQ(pick(2048, 1280, 768).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(1024, 1152, 1152).tile_n, 128);
+  EXPECT_EQ(pick(2048, 640, 2560).tile_n, 128);  // (640 rows pad 256-row tiles by a sixth: 1.15x slower at M = 2048)
+  // K that 128 does not divide keeps the sm90 family on its 64-deep tiles (32 x 18176 x 4544: the sm80 fallback
+  // ran 1.9x behind the tuned pick)
+  EXPECT_EQ(pick(32, 18176, 4544, 4, 64).name(), "sm90_n128_m64_k64_s6_w8x1_sk1_lutsmem");
 }
 
 TEST(RankModel, EveryRankedConfigIsValidDistinctAndEstimated) {
