@@ -326,6 +326,13 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     // small weight)
     prefs = medium;
     if (p.m > 64) lut = pair_table;
+  } else if (few_big_tiles && p.k <= 1536 && p.m <= 128 && p.n > 1024) {
+    // (M = 65..128 on the wide layers this rule below was not made for: 128 x 16 tiles, two strips a warp, M in
+    // 16-column tiles; the tuned pick on 77 x 6144 x 1536; session 17's A/B: 77 x 6144 x 1536 17.9 -> 9.9 us, 80 x
+    // 6144 x 1408 17.8 -> 10.2 against the narrow 64 x 32 tiles)
+    if (auto c = first_valid(p, dev, decode16_b4, pair_table)) return *c;
+    prefs = large;
+    lut = big_m_lut;
   } else if (few_big_tiles && p.k <= 1536) {
     // N <= 64 (one 64-row tile across N): the widest tile along M that still gives about half a block
     // per SM, in two splits (4096 x 64 x 1536 on 64 x 64: 1.39x, 1024 x 32 x 1152 on 64 x 16: 1.22x

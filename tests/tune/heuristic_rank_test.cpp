@@ -218,6 +218,9 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(2048, 1280, 768).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
   EXPECT_EQ(pick(1024, 1152, 1152).tile_n, 128);
   EXPECT_EQ(pick(2048, 640, 2560).tile_n, 128);  // (640 rows pad 256-row tiles by a sixth: 1.15x slower at M = 2048)
+  // M = 65..128 on wide layers with few 128 x 128 tiles and short K: 128 x 16 tiles, not the narrow-layer rule's
+  // 64 x 32 ones (77 x 6144 x 1536: 17.9 -> 9.9 us)
+  EXPECT_EQ(pick(77, 6144, 1536).name(), "sm80_n128_m16_k256_s3_w4x1_sk1_lutsmem256");
   // K that 128 does not divide keeps the sm90 family on its 64-deep tiles (32 x 18176 x 4544: the sm80 fallback
   // ran 1.9x behind the tuned pick)
   EXPECT_EQ(pick(32, 18176, 4544, 4, 64).name(), "sm90_n128_m64_k64_s6_w8x1_sk1_lutsmem");
