@@ -145,22 +145,6 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   const bool padded_a_lot = p.m < 512 && 10 * std::min(pad64, pad80) > p.m;
   const bool huge_weight = p.n * p.k > 100ll * 1000 * 1000;
   const bool n256 = p.n % 256 == 0;
-  // One tile row of decode tiles on the largest weights: Stream-K where the split-K grid's waves leave over a tenth
-  // of their block slots idle (224 tiles on the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every
-  // block still gets 15 k tiles or more: a decode block streams W at a rate of its own, so the busiest slot sets the
-  // time. 1 x 28672 x 8192 on the H200: 37.8 -> 36.1 us; on shorter runs the extra tile ends cost more than the
-  // balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8; v1.14). (16 until session 17: 8 x 37888 x
-  // 3584, 15.7 a block, tuned Stream-K 1.22x faster than two waves; 28672 x 4096, 13.6, not.)
-  auto stream_k_where_balanced = [&](const KernelConfig& c) {
-    KernelConfig stream_k = c;
-    stream_k.split_k = kStreamK;
-    if (!config_invalid_reason(stream_k, p, dev).empty()) return c;
-    const int64_t slots = sms * resident_blocks_per_sm(c, p, dev);
-    const int64_t blocks = tile_count(p, c.tile_n, c.tile_m) * c.split_k;
-    const int64_t waves = (blocks + slots - 1) / slots;
-    const StreamKShape s = stream_k_shape(stream_k, p, dev);
-    return 10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 15ll * s.blocks ? stream_k : c;
-  };
   if (n256 && p.m > 8 && p.m <= 16 && huge_weight) {
     if (auto c = first_valid(p, dev, strips4_m16, pair_table)) return *c;
   }
@@ -202,7 +186,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   // 4096 x 14336, 8192 x 8192, 14336 x 4096), then 64 x 16 x 128 in four with the 128-byte-row one (three an SM:
   // 3072 x 8192, 6144 x 4096, 6144 x 2048), or 64 x 16 x 64 in six where K is no multiple of 128; not where those
   // 64-row tiles are too few to fill the slots in eight splits (16 x 1536 x 8960 1.40x, 12 x 2048 x 5632 1.06x
-  // slower so). 0.90x over 24 such keys at first, the three losers excluded by the bounds since.
+  // slower so). A/B'd: 0.84x over the 89 keys whose pick these rows changed at M <= 8 (worst 1.08x: 8 x 3072 x
+  // 24576) and 0.91x over 14 at M = 9..16 with the bounds (worst 1.045x: 16 x 7680 x 2560).
   const bool decode_fill = p.bits == 4 && !huge_weight &&
                            (p.m <= 8 ? !mid_weight : p.m <= 16 && p.n * p.k > 8ll * 1024 * 1024);
   if (decode_fill) {
@@ -303,7 +288,24 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     lut = LutPlacement::registers;
   } else if (p.m <= 8) {
     if (p.bits == 4 && !mid_weight) {
-      if (auto c = first_valid(p, dev, decode8_b4, LutPlacement::shared_wide)) return stream_k_where_balanced(*c);
+      if (auto c = first_valid(p, dev, decode8_b4, LutPlacement::shared_wide)) {
+        // Stream-K where the split-K grid's waves leave over a tenth of their block slots idle (224 tiles on
+        // the H200's 264 slots; 224 on an A100's 108, a third wave of 8) and every block still gets 15 k tiles
+        // or more: a decode block streams W at a rate of its own, so the busiest slot sets the time.
+        // 1 x 28672 x 8192 on the H200: 37.8 -> 36.1 us; on shorter runs the extra tile ends cost more than
+        // the balance gives (1 x 14336 x 4096, 7 k tiles a block: 12.9 -> 13.8; v1.14). (16 until session 17:
+        // 8 x 37888 x 3584, 15.7 a block, 28.1 -> 22.8 us; 1 x 28672 x 4096, 13.6, tuned unsplit.)
+        KernelConfig stream_k = *c;
+        stream_k.split_k = kStreamK;
+        if (config_invalid_reason(stream_k, p, dev).empty()) {
+          const int64_t slots = sms * resident_blocks_per_sm(*c, p, dev);
+          const int64_t blocks = tile_count(p, c->tile_n, c->tile_m) * c->split_k;
+          const int64_t waves = (blocks + slots - 1) / slots;
+          const StreamKShape s = stream_k_shape(stream_k, p, dev);
+          if (10 * blocks < 9 * waves * slots && s.tiles * s.k_tiles >= 15ll * s.blocks) return stream_k;
+        }
+        return *c;
+      }
       prefs = decode8_b4;
       lut = LutPlacement::shared_wide;
     } else {

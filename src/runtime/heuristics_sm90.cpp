@@ -132,8 +132,10 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
   }
   if (!config_invalid_reason(c, p, dev).empty() && c.tile_k == 128) {
     // K that 128 does not divide (Falcon's 4544, DeepSeek-V2-Lite's 10944): the 64-deep tile of the same rows, at
-    // least 64 columns (there is no 32-column one), six stages (two warpgroups) or four (four). Session 17: the sm80
-    // fallback ran 96 x 4672 x 4544 and 32 x 18176 x 4544 2.2x and 1.9x behind the tuned picks.
+    // least 64 columns (there is no 32-column one), six stages (two warpgroups) or four (four). Session 17's A/B
+    // against the sm80 fallback: 32 x 18176 x 4544 78.9 -> 52.2 us, 64 x 18176 x 4544 58.6 -> 48.3, 48 x 2048 x
+    // 10944 20.1 -> 15.0. (N that 128 does not divide leaves in the narrow branch above: 96 x 4672 x 4544 stays
+    // sm80, 2.2x behind its tuned sm90 pick.)
     c.tile_k = 64;
     c.tile_m = std::max(c.tile_m, 64);
     c.stages = c.tile_n == 256 ? 4 : 6;
