@@ -141,6 +141,11 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   std::span<const TileChoice> prefs;
   LutPlacement lut = LutPlacement::shared;
   const bool mid_weight = p.n * p.k <= 16ll * 1024 * 1024;
+  // M = 9..16: the 256-deep tiles and the 256-byte-row table for 4-bit codes over 16M weights (the fill rule below
+  // asks what this pick would give before it overrides it)
+  const bool deep16 = p.bits == 4 && !mid_weight;
+  const std::span<const TileChoice> decode16_prefs = deep16 ? std::span<const TileChoice>(decode16_b4) : std::span<const TileChoice>(decode16);
+  const LutPlacement decode16_lut = deep16 ? LutPlacement::shared_wide : LutPlacement::shared;
   // M up to 511 that 64- and 80-column tiles would pad by over 10%
   const bool padded_a_lot = p.m < 512 && 10 * std::min(pad64, pad80) > p.m;
   const bool huge_weight = p.n * p.k > 100ll * 1000 * 1000;
@@ -211,9 +216,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     };
     std::optional<Filled> best;
     if (p.m > 8) {
-      const bool deep = !mid_weight;  // (the M = 9..16 rule below)
-      const auto rule = first_valid(p, dev, deep ? std::span<const TileChoice>(decode16_b4) : std::span<const TileChoice>(decode16),
-                                    deep ? LutPlacement::shared_wide : LutPlacement::shared);
+      const auto rule = first_valid(p, dev, decode16_prefs, decode16_lut);
       if (!rule || fill_of(*rule) < 0.75) {
         static constexpr TileChoice deep16{128, 16, 256, 4, 1, 3}, rows64{64, 16, 128, 4, 1, 4}, rows64_k64{64, 16, 64, 4, 1, 6};
         const auto f = p.k % 128 == 0 ? fill_slots(rows64, LutPlacement::shared, 2) : fill_slots(rows64_k64, LutPlacement::shared, 4);
@@ -313,9 +316,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
                    : (mid_weight ? std::span<const TileChoice>(decode8_mid) : std::span<const TileChoice>(decode8));
     }
   } else if (p.m <= 16) {
-    const bool deep = p.bits == 4 && !mid_weight;
-    prefs = deep ? std::span<const TileChoice>(decode16_b4) : std::span<const TileChoice>(decode16);
-    if (deep) lut = LutPlacement::shared_wide;
+    prefs = decode16_prefs;
+    lut = decode16_lut;
   } else if (p.m > 32 && p.m <= 64) {
     prefs = mid_weight ? std::span<const TileChoice>(medium64_mid) : std::span<const TileChoice>(medium64);
     lut = mid_weight ? LutPlacement::registers : pair_table;
