@@ -247,9 +247,10 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
     int64_t target;
     int max_splits;
     const int64_t m_tiles = (p.m + c.tile_m - 1) / c.tile_m;
+    const int resident = resident_blocks_per_sm(c, p, dev);
     if (c.tile_m <= 16 && m_tiles == 1) {
       const bool big_weight = ps.words() * 4 >= (16ll << 20);
-      target = static_cast<int64_t>(dev.sm_count) * (big_weight ? std::min(2, resident_blocks_per_sm(c, p, dev)) : 1);
+      target = static_cast<int64_t>(dev.sm_count) * (big_weight ? std::min(2, resident) : 1);
       max_splits = (k_tiles + 1) / 2;
       // rounded to the nearest count (72 tiles on 132 SMs -> 2) where each split keeps four k tiles, else
       // down: on short K the split-K round trip costs more than idle SMs (2 x 9216 x 1536: one split of six
@@ -260,11 +261,11 @@ int resolve_split_k(const KernelConfig& c, const Problem& p, const DeviceInfo& d
       // three 15.7; 9 x 12288 x 4096's 96 in three 15.8, in two 14.5; but 16 x 37888 x 3584's 148 256-row tiles
       // 33.5 in two, 36.7 in one).
       const int rounded = static_cast<int>((target + tiles / 2) / tiles);
-      const int64_t slots = static_cast<int64_t>(dev.sm_count) * resident_blocks_per_sm(c, p, dev);
+      const int64_t slots = static_cast<int64_t>(dev.sm_count) * resident;
       const bool past_slots = rounded * tiles > slots, few_blocks = 10 * splits * tiles < 6 * slots;
       if (rounded > splits && k_tiles >= 4 * rounded && (!past_slots || few_blocks)) splits = rounded;
     } else {
-      target = static_cast<int64_t>(resident_blocks_per_sm(c, p, dev)) * dev.sm_count;
+      target = static_cast<int64_t>(resident) * dev.sm_count;
       // (M <= 80 and K <= 2048 on wide tiles: 512 of K, 64 x 1280 x 1280 and 77 x 640 x 2048 ran 1.24-1.31x
       // faster in two and four splits than in one and two; 32 x 4096 x 4096 1.26x slower in eight than four;
       // the sm90 family up to M = 512: 256 x 1280 x 1280 on 128 x 64 x 128 tiles 1.27x faster in two splits)
