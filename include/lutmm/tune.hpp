@@ -56,8 +56,10 @@ enum class ConfigSource : uint8_t {
   database,   // a stored tuning result (yours or shipped)
   tuned,      // measured just now, by this call (first_use)
   heuristic,  // the built-in choice without measurement
+  similar,    // no entry for this key: the stored choice of the same shape with another group size or activation
+              // type (nearest group first), where it is valid for this one (docs/TUNING.md)
 };
-std::string_view to_string(ConfigSource source);  // "forced", "database", "tuned", "heuristic"
+std::string_view to_string(ConfigSource source);  // "forced", "database", "tuned", "heuristic", "similar"
 
 // ---- the key ----
 int64_t m_bucket(int64_t m);  // see above; throws Error naming 'm' for m < 1
@@ -168,8 +170,9 @@ std::vector<KernelConfig> rank_configs(const Problem& p, const DeviceInfo& dev);
 
 // ---- the runtime's choice (what gemm() runs when no config is forced) ----
 // off -> heuristic; else a database hit; else, in first_use and when `stream` is not being captured,
-// tune now (on the private stream), store, use; else the heuristic (when capturing, said once per key on
-// stderr). A tuning failure is reported once on stderr and the heuristic is used. `source` may be null.
+// tune now (on the private stream), store, use; else a similar key's stored choice (ConfigSource::similar), else
+// the heuristic (when capturing, said once per key on stderr). A tuning failure is reported once on stderr and
+// the similar key's choice or the heuristic is used. `source` may be null.
 KernelConfig choose_config(const Problem& p, const DeviceInfo& dev, cudaStream_t stream, ConfigSource* source);
 
 }  // namespace lutmm

@@ -234,6 +234,7 @@ void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t 
                                     block.z, static_cast<unsigned int>(shared_bytes),
                                     reinterpret_cast<CUstream>(stream), args, nullptr);
   }
+  if (result == CUDA_SUCCESS) return;  // (the message below costs more host time than the launch's own checks)
   check(result, "launch of kernel '" + name_ + "' with grid " + describe(grid) + ", block " + describe(block) + ", " +
                     std::to_string(shared_bytes) + " bytes of dynamic shared memory" +
                     (cluster ? ", clusters of " + std::to_string(attributes.cluster_x) + " x 1 x " +

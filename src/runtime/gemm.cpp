@@ -396,7 +396,8 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   KernelConfig c = options.config ? *options.config : choose_config(p, dev, options.stream, &source);
   if (const std::string why = config_invalid_reason(c, p, dev); !why.empty())
     throw_argument_error("config", "a config valid for " + p.str(), c.name() + ": " + why);
-  cacheable = source != ConfigSource::heuristic || key.mode != TuneMode::first_use;
+  // (in first_use a key without its own entry is tuned by a later call that can measure: a graph capture's)
+  cacheable = (source != ConfigSource::heuristic && source != ConfigSource::similar) || key.mode != TuneMode::first_use;
 
   Plan plan;
   plan.key = key;

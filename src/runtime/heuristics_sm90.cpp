@@ -57,7 +57,23 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     shape(256, 128, 64, 4);
     c.lut = pair_table;
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
-  } else if (p.n < 1024 || p.n % 128 != 0) {
+  } else if (p.m >= 1024 && p.m < 2048 && p.n >= 768 && p.n < 1536 && p.n % 64 == 0 && p.k >= 4096) {
+    // the same layers at 1024 tokens with long K: four warpgroups of N = 64 (128-deep k tiles) or N = 80, whichever
+    // fills the SMs better in two splits (session 17's held-out tuning: 1024 x 1024 x 4096 on 256 x 64 in two splits
+    // 22.6 us against 31.3 on the two-warpgroup tile unsplit, 104 tiles on 132 SMs; 1024 x {1152, 1280} x {4608,
+    // 5120} on 256 x 80 in two, 1-4%)
+    auto fill = [&](int tile_m) {
+      const int64_t blocks = 2 * tile_count(p, 256, tile_m), sms = std::max(1, dev.sm_count);
+      return static_cast<double>(blocks) / static_cast<double>((blocks + sms - 1) / sms * sms);
+    };
+    if (p.k % 128 == 0 && fill(64) > fill(80)) {
+      shape(256, 64, 128, 4);
+    } else {
+      shape(256, 80, 64, 4);
+    }
+    c.lut = pair_table;
+    c.split_k = 2;
+  } else if (p.n < 1024 || (p.n % 128 != 0 && (p.m >= 1024 || p.n % 64 != 0))) {
     // narrow layers at large M: two warpgroups of N = 128 or 80 (4096 x 320 x 320: 1.47x, 4096 x 640 x 640:
     // 1.12x, 1024 x 640 x 2560: 1.17x over the sm80 kernels), the register table where K is short: K = 321 .. 640
     // (4096 x 640 x 640: the 128-byte pair table 1.07x slower), not K <= 320 (session 16: the pair table 0.93-0.99x
@@ -81,9 +97,16 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
       shape(128, 32, 128, 4);
       c.lut = p.k <= 2048 ? LutPlacement::shared : pair_table;
     } else if (p.m > 64) {  // four warpgroups of N = 80 from 32M weights (1.2-1.25x)
-      if (weights < (int64_t{32} << 20)) return std::nullopt;
-      shape(256, 80, 64, 4);
-      c.lut = pair_table;
+      if (weights < (int64_t{32} << 20)) {
+        // 8-32M weights: two warpgroups of N = 80 where K > 1536 (session 17's held-out tuning: 77 x 2304 x 9216
+        // 18.0 us against 25.8 on the sm80 64 x 80 tile, 65 x 1920 x 7680 14.7 against 25.1 on 128 x 32); shorter
+        // K stays with the sm80 rules (77 x 6144 x 1536: 128 x 16 tiles)
+        if (p.k <= 1536) return std::nullopt;
+        shape(128, 80, 64, 6);
+      } else {
+        shape(256, 80, 64, 4);
+        c.lut = pair_table;
+      }
     } else {
       // 128-deep k tiles (session 7: eight wgmmas between two block barriers), the 256-byte-row table for 4
       // bits: two warpgroups of N = 64 up to 64M weights (64 x {4096, 10240, 14336} x ...: 1.03-1.17x over
@@ -134,13 +157,14 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     // K that 128 does not divide (Falcon's 4544, DeepSeek-V2-Lite's 10944): the 64-deep tile of the same rows, at
     // least 64 columns (there is no 32-column one), six stages (two warpgroups) or four (four). Session 17's A/B
     // against the sm80 fallback: 32 x 18176 x 4544 78.9 -> 52.2 us, 64 x 18176 x 4544 58.6 -> 48.3, 48 x 2048 x
-    // 10944 20.1 -> 15.0. (N that 128 does not divide leaves in the narrow branch above: 96 x 4672 x 4544 stays
-    // sm80, 2.2x behind its tuned sm90 pick.)
+    // 10944 20.1 -> 15.0. (And N that 128 does not divide below M = 1024: 96 x 4672 x 4544, 2.2x behind its tuned
+    // sm90 pick on the sm80 fallback, took the narrow branch's early return until session 18.)
     c.tile_k = 64;
     c.tile_m = std::max(c.tile_m, 64);
     c.stages = c.tile_n == 256 ? 4 : 6;
   }
   if (!config_invalid_reason(c, p, dev).empty()) return std::nullopt;
+  if (c.split_k != 0) return c;  // (chosen with the tile)
   c.split_k = resolve_split_k(c, p, dev);
   // An unsplit grid of more than a wave (a block an SM at a time): two splits where they fill the last wave much
   // better and keep 2048 of K each (session 16: 4096 x 1536 x 6144 0.89x, 2048 x 3072 x 6144 0.90x, 4096 x 2560 x

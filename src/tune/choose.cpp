@@ -25,6 +25,18 @@ struct Tuned {
   ConfigSource source;
 };
 
+// What runs where nothing was stored for p's key and nothing is measured now: a similar key's stored choice,
+// else the heuristic's.
+Tuned untuned_choice(const Problem& p, const DeviceInfo& dev) {
+  if (auto similar = lookup_similar_config(p, dev)) return {similar->config, ConfigSource::similar};
+  return {heuristic_config(p, dev), ConfigSource::heuristic};
+}
+
+std::string describe(const Tuned& t) {
+  return fmt::format("the {} config {}", t.source == ConfigSource::similar ? "similar key's" : "heuristic's",
+                     t.config.name());
+}
+
 std::optional<Tuned> tune_on_first_use(const Problem& p, const DeviceInfo& dev, cudaStream_t stream) {
   const std::string key = tune_key(p, dev).str();
   {
@@ -34,8 +46,8 @@ std::optional<Tuned> tune_on_first_use(const Problem& p, const DeviceInfo& dev, 
   if (stream_is_capturing(stream)) {
     // Measuring would put the tuner's launches into the caller's graph (and allocating is not allowed):
     // this GEMM runs the heuristic's choice; the key is tuned by the first non-captured call.
-    warn_once("capture:" + key, fmt::format("lutmm: not tuning {} during CUDA graph capture; using the heuristic's {}",
-                                            key, heuristic_config(p, dev).name()));
+    warn_once("capture:" + key, fmt::format("lutmm: not tuning {} during CUDA graph capture; using {}", key,
+                                            describe(untuned_choice(p, dev))));
     return std::nullopt;
   }
   // dev must be the GPU this thread drives, not a described one (a what-if or a test's DeviceInfo): the
@@ -62,7 +74,7 @@ std::optional<Tuned> tune_on_first_use(const Problem& p, const DeviceInfo& dev, 
       g_failed.insert(key);
     }
     warn_once("tune-failed:" + key,
-              fmt::format("tuning {} failed: {}; using the heuristic's {}", key, e.what(), heuristic_config(p, dev).name()));
+              fmt::format("tuning {} failed: {}; using {}", key, e.what(), describe(untuned_choice(p, dev))));
     return std::nullopt;
   }
 }
@@ -84,8 +96,10 @@ KernelConfig choose_config(const Problem& p, const DeviceInfo& dev, cudaStream_t
       }
     }
   }
-  if (source != nullptr) *source = ConfigSource::heuristic;
-  return heuristic_config(p, dev);
+  const Tuned fallback = mode == TuneMode::off ? Tuned{heuristic_config(p, dev), ConfigSource::heuristic}
+                                               : untuned_choice(p, dev);
+  if (source != nullptr) *source = fallback.source;
+  return fallback.config;
 }
 
 }  // namespace lutmm

@@ -16,9 +16,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -313,6 +315,43 @@ std::optional<KernelConfig> lookup_config(const Problem& p, const DeviceInfo& de
     ensure_table(dev);
   }
   return std::nullopt;  // a reload_tuning() raced with the load: the next call loads again
+}
+
+std::vector<std::pair<int, DType>> similar_keys(const Problem& p) {
+  // Nearest group first (in factors of two; one scale per row counts as G = K), the key's own activation type
+  // before the other at each group; ties between a smaller and a larger group go to the larger (fewer scales,
+  // closer to the tuned keys' common G = 128).
+  std::vector<int> groups{32, 64, 128, 256};
+  if (std::find(groups.begin(), groups.end(), static_cast<int>(p.k)) == groups.end()) groups.push_back(static_cast<int>(p.k));
+  auto distance = [&](int g) { return std::abs(std::log2(static_cast<double>(g)) - std::log2(static_cast<double>(p.group_size))); };
+  std::stable_sort(groups.begin(), groups.end(), [&](int a, int b) {
+    const double da = distance(a), db = distance(b);
+    return da != db ? da < db : a > b;
+  });
+  const DType other = p.dtype == DType::bf16 ? DType::f16 : DType::bf16;
+  std::vector<std::pair<int, DType>> keys;
+  for (const int g : groups) {
+    if (p.k % g != 0) continue;  // (no weight of this K has that group: no entry either)
+    if (g != p.group_size) keys.emplace_back(g, p.dtype);
+    keys.emplace_back(g, other);
+  }
+  return keys;
+}
+
+std::optional<SimilarChoice> lookup_similar_config(const Problem& p, const DeviceInfo& dev) {
+  State& s = state();
+  ensure_table(dev);
+  std::shared_lock lock(s.mutex);
+  const DeviceTable* t = find_table(s, dev);
+  if (t == nullptr) return std::nullopt;
+  const int64_t bucket = m_bucket(p.m);
+  for (const auto& [group, dtype] : similar_keys(p)) {
+    const auto it = t->slots.find(problem_key(p.n, p.k, bucket, group, p.bits, dtype));
+    if (it == t->slots.end()) continue;
+    if (!config_invalid_reason(it->second.config, p, dev).empty()) continue;  // (e.g. a k tile the group does not fit)
+    return SimilarChoice{it->second.config, it->second.entry.key};
+  }
+  return std::nullopt;
 }
 
 void remember(const TuneEntry& entry) {

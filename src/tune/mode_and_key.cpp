@@ -84,6 +84,7 @@ std::string_view to_string(ConfigSource source) {
     case ConfigSource::database: return "database";
     case ConfigSource::tuned: return "tuned";
     case ConfigSource::heuristic: return "heuristic";
+    case ConfigSource::similar: return "similar";
   }
   return "?";
 }

@@ -135,6 +135,52 @@ TEST(TuningDatabase, ModesDecideWhetherItIsRead) {
   EXPECT_THROW(choose_config(make_problem(0, 4096, 4096), dev, nullptr, &source), Error);
 }
 
+TEST(TuningDatabase, AKeyWithoutAnEntryTakesTheNearestSimilarKeysChoice) {
+  TuningSandbox sandbox(TuneMode::offline);
+  const DeviceInfo dev = described_h200();
+  const Problem stored = make_problem(100, 4096, 4096);  // b4 g128 bf16
+  ASSERT_NE(heuristic_config(stored, dev).name(), kOther);
+  store_tuning(make_entry(stored, dev, kOther));
+  auto choice = [&](const Problem& q) {
+    ConfigSource source = ConfigSource::forced;
+    const std::string name = choose_config(q, dev, nullptr, &source).name();
+    return std::pair{name, source};
+  };
+  // The other activation type, other groups (nearest first), any M of the bucket: the stored choice.
+  for (const Problem& q : {make_problem(100, 4096, 4096, 4, 128, DType::f16), make_problem(77, 4096, 4096, 4, 64),
+                           make_problem(128, 4096, 4096, 4, 32, DType::f16), make_problem(100, 4096, 4096, 4, 4096)}) {
+    ASSERT_TRUE(config_invalid_reason(KernelConfig::parse(kOther), q, dev).empty()) << q.str();
+    EXPECT_EQ(choice(q), std::pair(std::string(kOther), ConfigSource::similar)) << q.str();
+  }
+  // Another bit width, M bucket or shape: nothing similar, the heuristic.
+  for (const Problem& q : {make_problem(100, 4096, 4096, 3), make_problem(64, 4096, 4096, 4, 64, DType::f16),
+                           make_problem(100, 4096, 8192, 4, 64)})
+    EXPECT_EQ(choice(q), std::pair(heuristic_config(q, dev).name(), ConfigSource::heuristic)) << q.str();
+  // A key's own entry comes before a similar one; the nearest group before a farther one, the key's own activation
+  // type before the other at the same group.
+  const Problem g64 = make_problem(100, 4096, 4096, 4, 64);
+  const char* g64_config = "sm80_n64_m32_k128_s4_w4x1_sk1_lutsmem";
+  store_tuning(make_entry(g64, dev, g64_config));
+  EXPECT_EQ(choice(g64), std::pair(std::string(g64_config), ConfigSource::database));
+  EXPECT_EQ(choice(make_problem(100, 4096, 4096, 4, 32)).first, g64_config);
+  EXPECT_EQ(choice(make_problem(100, 4096, 4096, 4, 256)).first, kOther);
+  const Problem fp16_g32 = make_problem(100, 4096, 4096, 4, 32, DType::f16);
+  const char* fp16_config = "sm80_n128_m64_k64_s4_w4x1_sk1_lutsmem";
+  store_tuning(make_entry(make_problem(100, 4096, 4096, 4, 64, DType::f16), dev, fp16_config));
+  EXPECT_EQ(choice(fp16_g32).first, fp16_config);
+  EXPECT_EQ(choice(make_problem(100, 4096, 4096, 4, 32)).first, g64_config);
+  EXPECT_EQ((tuning_detail::similar_keys(fp16_g32)), (std::vector<std::pair<int, DType>>{
+      {32, DType::bf16}, {64, DType::f16}, {64, DType::bf16}, {128, DType::f16}, {128, DType::bf16},
+      {256, DType::f16}, {256, DType::bf16}, {4096, DType::f16}, {4096, DType::bf16}}));
+
+  // Tuning off: the heuristic; first use on a described device (it cannot measure): the similar choice.
+  set_tune_mode(TuneMode::off);
+  const Problem q = make_problem(100, 4096, 4096, 4, 128, DType::f16);
+  EXPECT_EQ(choice(q), std::pair(heuristic_config(q, dev).name(), ConfigSource::heuristic));
+  set_tune_mode(TuneMode::first_use);
+  EXPECT_EQ(choice(q), std::pair(std::string(kOther), ConfigSource::similar));
+}
+
 TEST(TuningDatabase, AnOlderFormatIsSetAsideWithOneWarning) {
   TuningSandbox sandbox;
   const DeviceInfo dev = described_h200();

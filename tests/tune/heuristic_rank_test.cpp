@@ -224,6 +224,18 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // K that 128 does not divide keeps the sm90 family on its 64-deep tiles (32 x 18176 x 4544: the sm80 fallback
   // ran 1.9x behind the tuned pick)
   EXPECT_EQ(pick(32, 18176, 4544, 4, 64).name(), "sm90_n128_m64_k64_s6_w8x1_sk1_lutsmem");
+  // session 18 (docs/NOTES.md v1.22; A/B'd on the H200 against session 17's rules, 0.74x over 18 layers, none
+  // slower): N that 128 does not divide below M = 1024 on the sm90 tiles (96 x 4672 x 4544: 45.5 -> 23.0 us) ...
+  EXPECT_EQ(pick(96, 4672, 4544, 4, 64).name(), "sm90_n256_m64_k64_s4_w16x1_sk3_lutsmem256");
+  EXPECT_EQ(pick(48, 1088, 4096).family, 90);
+  // ... M = 65..80 on 8-32M weights with K > 1536 on two warpgroups of N = 80 (72 x 5120 x 5120: 30.4 -> 18.7 us,
+  // 65 x 1920 x 7680: 24.6 -> 15.9), not with shorter K (the 128 x 16 rule above) ...
+  EXPECT_EQ(pick(72, 5120, 5120).name(), "sm90_n128_m80_k64_s6_w8x1_sk3_lutsmem");
+  EXPECT_EQ(pick(65, 1920, 7680).name(), "sm90_n128_m80_k64_s6_w8x1_sk7_lutsmem");
+  // ... and at M = 1024..2047 on 768..1535 channels with K >= 4096: four warpgroups in two splits, N = 64 or 80
+  // whichever fills the SMs better (1024 x 1024 x 4096: 31.0 -> 22.1 us; 1024 x 1280 x 5120: 38.3 -> 33.7)
+  EXPECT_EQ(pick(1024, 1024, 4096).name(), "sm90_n256_m64_k128_s4_w16x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(1024, 1280, 5120).name(), "sm90_n256_m80_k64_s4_w16x1_sk2_lutsmem256");
 }
 
 TEST(RankModel, EveryRankedConfigIsValidDistinctAndEstimated) {

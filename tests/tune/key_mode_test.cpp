@@ -130,6 +130,7 @@ TEST(TuneMode, ParsesTheThreeModesAndNamesTheArgumentOtherwise) {
   EXPECT_EQ(to_string(ConfigSource::database), "database");
   EXPECT_EQ(to_string(ConfigSource::tuned), "tuned");
   EXPECT_EQ(to_string(ConfigSource::heuristic), "heuristic");
+  EXPECT_EQ(to_string(ConfigSource::similar), "similar");
 }
 
 TEST(TuneMode, SetTuneModeOverridesUntilReset) {

@@ -1,7 +1,15 @@
 // `lutmm precompile`: fills the kernel cache for a shape set, ahead of the first GEMM. NVRTC needs no GPU,
-// so with --arch this runs on a build machine and the cache folder can be shipped.
+// so with --arch this runs on a build machine and the cache folder can be shipped. Per problem it compiles what
+// gemm() would run (the tuning database's choice, a similar key's, or the heuristic's: choose_config) and the
+// heuristic's (what LUTMM_TUNE=off runs), or every valid config; on parallel threads, one kernel each.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include <fmt/core.h>
 
@@ -20,6 +28,8 @@ struct PrecompileArgs {
   std::vector<std::string> dtypes = {"bf16"};
   bool all_configs = false;
   std::vector<int> archs;
+  std::string gpu;  // with one --arch: the described GPU's name, so that GPU's tuning database applies
+  int threads = 0;  // 0: one per core
 };
 
 struct Job {
@@ -34,12 +44,15 @@ int run_precompile(const PrecompileArgs& a) {
   std::vector<int> archs = a.archs;
   const bool what_if = !archs.empty();
   if (!what_if) archs.push_back(planning_device(0).arch());
+  if (!a.gpu.empty() && archs.size() != 1)
+    throw UsageError(fmt::format("--gpu names the GPU of one --arch; got {} architectures", archs.size()));
 
   // The whole job list first, so the bar knows its length and bad combinations are reported up front.
   std::vector<Job> jobs;
   std::vector<std::string> skipped;
   for (int arch : archs) {
-    const DeviceInfo dev = what_if ? what_if_device(arch) : current_device_info();
+    DeviceInfo dev = what_if ? what_if_device(arch) : current_device_info();
+    if (what_if && !a.gpu.empty()) dev.name = a.gpu;
     for (const Shape& s : shapes) {
       for (int bits : a.bits) {
         for (const std::string& dtype : a.dtypes) {
@@ -58,8 +71,13 @@ int run_precompile(const PrecompileArgs& a) {
             skipped.push_back(fmt::format("{} on sm_{}: {}", p.str(), arch, e.what()));
             continue;
           }
-          const std::vector<KernelConfig> configs =
-              a.all_configs ? valid_configs(p, dev) : std::vector<KernelConfig>{heuristic_config(p, dev)};
+          std::vector<KernelConfig> configs;
+          if (a.all_configs) {
+            configs = valid_configs(p, dev);
+          } else {
+            configs.push_back(choose_config(p, dev, nullptr, nullptr));
+            if (const KernelConfig h = heuristic_config(p, dev); h != configs.front()) configs.push_back(h);
+          }
           for (const KernelConfig& c : configs) jobs.push_back({p, c, what_if ? arch : 0, arch});
         }
       }
@@ -71,30 +89,57 @@ int run_precompile(const PrecompileArgs& a) {
              join_ints(archs, ", sm_"), jit::cache_directory());
   for (const std::string& line : skipped) fmt::print("skipped {}\n", line);
 
+  // Jobs of one kernel (split counts, other shapes of the same bits, group and dtype) wait for its first compile
+  // (the JIT's cache builds each kernel once): the first job of each kernel goes ahead of the repeats, so the
+  // threads compile distinct kernels side by side.
+  {
+    std::set<std::string> seen;
+    std::stable_partition(jobs.begin(), jobs.end(), [&](const Job& job) {
+      KernelConfig kernel = job.config;
+      kernel.split_k = 0;
+      return seen.insert(fmt::format("{} {} {} {} {}", job.arch, job.problem.bits, job.problem.group_size,
+                                     to_string(job.problem.dtype), kernel.name())).second;
+    });
+  }
   int compiled = 0, cached = 0;
   double compile_ms = 0;
   std::vector<std::string> failures;
+  const unsigned threads = a.threads > 0 ? static_cast<unsigned>(a.threads) : std::max(1u, std::thread::hardware_concurrency());
   const auto start = std::chrono::steady_clock::now();
   {
     bench::Progress bar(static_cast<int>(jobs.size()), true);
-    for (const Job& job : jobs) {
-      try {
-        const double ms = precompile(job.problem, job.config, job.arch_override);
-        if (ms > 0) {
+    std::mutex mutex;  // the counts, the failures and the bar
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < jobs.size(); i = next++) {
+        const Job& job = jobs[i];
+        std::string failure;
+        double ms = 0;
+        try {
+          ms = precompile(job.problem, job.config, job.arch_override);
+        } catch (const Error& e) {
+          failure = fmt::format("{} {} on sm_{}: {}", job.problem.str(), job.config.name(), job.arch, e.what());
+        }
+        std::lock_guard lock(mutex);
+        if (!failure.empty()) {
+          failures.push_back(std::move(failure));
+        } else if (ms > 0) {
           ++compiled;
           compile_ms += ms;
         } else {
           ++cached;
         }
-      } catch (const Error& e) {
-        failures.push_back(fmt::format("{} {} on sm_{}: {}", job.problem.str(), job.config.name(), job.arch, e.what()));
+        bar.step(fmt::format("sm_{} {} {}", job.arch, job.problem.str(), job.config.name()));
       }
-      bar.step(fmt::format("sm_{} {} {}", job.arch, job.problem.str(), job.config.name()));
-    }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::min<size_t>(threads, jobs.size()); ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
   }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("compiled {}, from cache {}, skipped {}, failed {}; NVRTC {:.1f} s, total {:.1f} s\n", compiled, cached,
-             skipped.size(), failures.size(), compile_ms / 1000.0, total_s);
+  fmt::print("compiled {}, from cache {}, skipped {}, failed {}; NVRTC {:.1f} s on {} thread{}, total {:.1f} s\n", compiled,
+             cached, skipped.size(), failures.size(), compile_ms / 1000.0, threads, threads == 1 ? "" : "s", total_s);
   for (const std::string& f : failures) fmt::print(stderr, "failed: {}\n", f);
   return failures.empty() ? 0 : 1;
 }
@@ -118,11 +163,16 @@ Command add_precompile(CLI::App& parent) {
       ->delimiter(',')
       ->check(dtype_validator())
       ->capture_default_str();
-  app->add_flag("--all-configs", a->all_configs, "Every valid config of each problem, not only the heuristic's");
+  app->add_flag("--all-configs", a->all_configs,
+                "Every valid config of each problem, not only the one gemm() would run and the heuristic's");
   app->add_option("--arch", a->archs,
                   "Target compute capabilities, comma-separated, planned with what-if devices (default: the current GPU)")
       ->delimiter(',')
       ->check(arch_validator());
+  app->add_option("--gpu", a->gpu,
+                  "With one --arch: the GPU model as its driver names it (e.g. 'NVIDIA H200'), so that its tuning "
+                  "database's choices are compiled");
+  app->add_option("--threads", a->threads, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 256));
   return {app, [a] { return run_precompile(*a); }};
 }
 
