@@ -66,7 +66,11 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
       const int64_t blocks = 2 * tile_count(p, 256, tile_m), sms = std::max(1, dev.sm_count);
       return static_cast<double>(blocks) / static_cast<double>((blocks + sms - 1) / sms * sms);
     };
-    if (p.k % 128 == 0 && fill(64) > fill(80)) {
+    // (and 128 rows where they fill as well: each W tile is then dequantized for fewer column tiles; 1500 x 1280 x
+    // 5120 on 256 x 128 in two splits 42.0 us against 55.9 on 256 x 64, held-out set C)
+    if (fill(128) + 0.02 >= std::max(fill(64), fill(80))) {
+      shape(256, 128, 64, 4);
+    } else if (p.k % 128 == 0 && fill(64) > fill(80)) {
       shape(256, 64, 128, 4);
     } else {
       shape(256, 80, 64, 4);
@@ -151,7 +155,20 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     c.lut = pair_table;
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
   } else {
-    shape(128, 80, 64, 6);  // N = 1024..3071: two warpgroups of N = 80 (1.1-1.15x)
+    // N = 1024..3071: two warpgroups of N = 80 (1.1-1.15x), or four of N = 64 in 128-deep k tiles where their grid
+    // (a block an SM either way) takes fewer waves of less work: waves x rows per split x tile_n, the two-warpgroup
+    // tile kept within 10% (held-out set C, session 18: 1500 x 1280 x 1280 22.8 -> 13.7 us, 512 x 2560 x 2048
+    // 33.0 -> 20.2, 512 x 1280 x 5120 38.1 -> 23.5 tuned; 1024 x 1280 x 1280, one wave of 128 x 80 tiles, stays)
+    shape(128, 80, 64, 6);
+    KernelConfig four = c;
+    four.tile_n = 256; four.tile_m = 64; four.tile_k = 128; four.stages = 4; four.warps_n = 16;
+    four.lut = pair_table;
+    auto work = [&](const KernelConfig& t) {
+      const int splits = resolve_split_k(t, p, dev);
+      const int64_t blocks = tile_count(p, t.tile_n, t.tile_m) * splits, sms = std::max(1, dev.sm_count);
+      return static_cast<double>((blocks + sms - 1) / sms) * t.tile_n * t.tile_m / splits;
+    };
+    if (config_invalid_reason(four, p, dev).empty() && work(four) < 0.9 * work(c)) c = four;
   }
   if (!config_invalid_reason(c, p, dev).empty() && c.tile_k == 128) {
     // K that 128 does not divide (Falcon's 4544, DeepSeek-V2-Lite's 10944): the 64-deep tile of the same rows, at

@@ -236,6 +236,13 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // whichever fills the SMs better (1024 x 1024 x 4096: 31.0 -> 22.1 us; 1024 x 1280 x 5120: 38.3 -> 33.7)
   EXPECT_EQ(pick(1024, 1024, 4096).name(), "sm90_n256_m64_k128_s4_w16x1_sk2_lutsmem256");
   EXPECT_EQ(pick(1024, 1280, 5120).name(), "sm90_n256_m80_k64_s4_w16x1_sk2_lutsmem256");
+  // ... 128 rows there where they fill the SMs as well (1500 x 1280 x 5120: 55.9 -> 42.0 us tuned, held-out set C),
+  // and N = 1024..3071 otherwise on four warpgroups of N = 64 where their waves take less work (1500 x 1280 x 1280:
+  // 190 two-warpgroup tiles in two waves, 22.8 -> 13.7 us), not where the two-warpgroup tiles make one wave
+  // (1024 x 1280 x 1280, the tuned pick)
+  EXPECT_EQ(pick(1500, 1280, 5120).name(), "sm90_n256_m128_k64_s4_w16x1_sk2_lutsmem256");
+  EXPECT_EQ(pick(1500, 1280, 1280).name(), "sm90_n256_m64_k128_s4_w16x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(1024, 1280, 1280).name(), "sm90_n128_m80_k64_s6_w8x1_sk1_lutsmem");
 }
 
 TEST(RankModel, EveryRankedConfigIsValidDistinctAndEstimated) {
