@@ -1,5 +1,5 @@
 #pragma once
-// The packed weight layout (version 1, docs/FORMAT.md draws it). One layout per bit width serves every
+// The packed weight layout (version 2, docs/FORMAT.md draws it). One layout per bit width serves every
 // kernel config: W is cut into atoms of 16 rows x 64 columns; inside an atom each of the 32 lanes of a
 // warp holds, in b 32-bit words, exactly the codes of its mma.m16n8k16 A-fragments for the atom's four
 // k16 slices. Atoms are stored row-major over (n/16, k/64), so a warp streams a 16-row strip of W
@@ -11,7 +11,7 @@
 
 namespace lutmm {
 
-inline constexpr int kPackedLayoutVersion = 1;
+inline constexpr int kPackedLayoutVersion = 2;
 inline constexpr int kAtomRows = 16;
 inline constexpr int kAtomCols = 64;
 

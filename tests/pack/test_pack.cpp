@@ -95,6 +95,24 @@ TEST(PackLayout, PairOffsetsAndNibblesDecodeToTheCodes) {
   check_index_helpers<4>();
 }
 
+// The 3-bit bits as docs/FORMAT.md draws them (version 2): pair f = 4 s + p is the six bits from bit 6 f of the
+// lane's 96, first | second << 3; pair 5 straddles w[0] and w[1].
+TEST(PackLayout, ThreeBitPairsAreSixBitFieldsAcrossTheLanesWords) {
+  std::vector<uint8_t> codes(16 * 64, 0);
+  codes[0 * 64 + 0] = 5;   // lane 0, slice 0, pair 0, first
+  codes[0 * 64 + 1] = 3;   //                          second: field 5 | 3 << 3 = 29 at bits 0..5
+  codes[8 * 64 + 16] = 7;  // lane 0, slice 1, pair 1 (row 8), first
+  codes[8 * 64 + 17] = 6;  //                                  second: field 55 at bits 30..35
+  const auto packed = pack_codes(codes.data(), 16, 64, 3);
+  EXPECT_EQ(packed[0], 29u | (55u << 30));
+  EXPECT_EQ(packed[1], 55u >> 2);
+  EXPECT_EQ(packed[2], 0u);
+  for (size_t i = 3; i < packed.size(); ++i) ASSERT_EQ(packed[i], 0u) << i;
+  EXPECT_EQ(lut::pair_offset<3>(packed.data(), 1, 1, 4) , 55u * 128 + 4);
+  EXPECT_EQ(lut::slice_nibbles<3>(packed.data(), 1), 0x6700u);
+  EXPECT_EQ(kPackedLayoutVersion, 2);
+}
+
 TEST(PackLayout, PaddingPacksAsCodeZero) {
   const int64_t n = 8, k = 16;
   std::vector<uint8_t> codes(n * k, 3);
