@@ -28,7 +28,7 @@ struct Tuned {
 // What runs where nothing was stored for p's key and nothing is measured now: a similar key's stored choice,
 // else the heuristic's.
 Tuned untuned_choice(const Problem& p, const DeviceInfo& dev) {
-  if (auto similar = lookup_similar_config(p, dev)) return {similar->config, ConfigSource::similar};
+  if (auto similar = lookup_similar_config(p, dev)) return {*similar, ConfigSource::similar};
   return {heuristic_config(p, dev), ConfigSource::heuristic};
 }
 
@@ -45,7 +45,7 @@ std::optional<Tuned> tune_on_first_use(const Problem& p, const DeviceInfo& dev, 
   }
   if (stream_is_capturing(stream)) {
     // Measuring would put the tuner's launches into the caller's graph (and allocating is not allowed):
-    // this GEMM runs the heuristic's choice; the key is tuned by the first non-captured call.
+    // this GEMM runs a similar key's or the heuristic's choice; the key is tuned by the first non-captured call.
     warn_once("capture:" + key, fmt::format("lutmm: not tuning {} during CUDA graph capture; using {}", key,
                                             describe(untuned_choice(p, dev))));
     return std::nullopt;

@@ -338,7 +338,7 @@ std::vector<std::pair<int, DType>> similar_keys(const Problem& p) {
   return keys;
 }
 
-std::optional<SimilarChoice> lookup_similar_config(const Problem& p, const DeviceInfo& dev) {
+std::optional<KernelConfig> lookup_similar_config(const Problem& p, const DeviceInfo& dev) {
   State& s = state();
   ensure_table(dev);
   std::shared_lock lock(s.mutex);
@@ -349,7 +349,7 @@ std::optional<SimilarChoice> lookup_similar_config(const Problem& p, const Devic
     const auto it = t->slots.find(problem_key(p.n, p.k, bucket, group, p.bits, dtype));
     if (it == t->slots.end()) continue;
     if (!config_invalid_reason(it->second.config, p, dev).empty()) continue;  // (e.g. a k tile the group does not fit)
-    return SimilarChoice{it->second.config, it->second.entry.key};
+    return it->second.config;
   }
   return std::nullopt;
 }

@@ -69,14 +69,10 @@ void replace_shipped_files(std::optional<std::vector<std::pair<std::string, std:
 // shared lock once the device's table is loaded).
 std::optional<KernelConfig> lookup_config(const Problem& p, const DeviceInfo& dev);
 // Where p's own key has no entry: the stored config of the same shape (N, K, M bucket, bits) with another group
-// size or activation type, valid for p, nearest group first (docs/TUNING.md, "Keys without an entry"), and
-// the key it was stored under. The kernels differ between those only in the scales' stride and the conversions,
-// so the ranking of configs carries over (docs/NOTES.md v1.22 measured it).
-struct SimilarChoice {
-  KernelConfig config;
-  TuneKey key;
-};
-std::optional<SimilarChoice> lookup_similar_config(const Problem& p, const DeviceInfo& dev);
+// size or activation type, valid for p, nearest group first (docs/TUNING.md, "Keys without an entry"). The kernels
+// differ between those only in the scales' stride and the conversions, so the ranking of configs carries over
+// (docs/NOTES.md v1.22 measured it).
+std::optional<KernelConfig> lookup_similar_config(const Problem& p, const DeviceInfo& dev);
 // The (group, dtype) pairs lookup_similar_config tries for p, in order (for tests).
 std::vector<std::pair<int, DType>> similar_keys(const Problem& p);
 // Makes `entry` the in-memory choice of loaded tables it belongs to (also when the file write failed).

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -46,6 +45,9 @@ int run_precompile(const PrecompileArgs& a) {
   if (!what_if) archs.push_back(planning_device(0).arch());
   if (!a.gpu.empty() && archs.size() != 1)
     throw UsageError(fmt::format("--gpu names the GPU of one --arch; got {} architectures", archs.size()));
+  // What gemm() would run comes from choose_config, which in first-use mode measures keys it lacks: compiling
+  // reads what is stored instead (this process only).
+  if (tune_mode() == TuneMode::first_use) set_tune_mode(TuneMode::offline);
 
   // The whole job list first, so the bar knows its length and bad combinations are reported up front.
   std::vector<Job> jobs;
