@@ -368,7 +368,9 @@ void print_summary(const std::vector<BenchRow>& rows, const BenchOptions& o) {
   fmt::print(" ({} skipped, {} wrong)\n", skipped, wrong);
   // Where the configs came from: how much of the run the tuning database covered.
   std::string sources;
-  for (const char* source : {"forced", "database", "similar", "tuned", "heuristic"}) {
+  for (const ConfigSource kind : {ConfigSource::forced, ConfigSource::database, ConfigSource::similar, ConfigSource::tuned,
+                                   ConfigSource::heuristic}) {
+    const std::string_view source = to_string(kind);
     const auto n = std::count_if(rows.begin(), rows.end(), [&](const BenchRow& r) { return r.config_source == source; });
     if (n > 0) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", n, source);
   }

@@ -59,7 +59,7 @@ struct BenchRow {
   int group = 128;
   DType dtype = DType::bf16;
   std::string config;
-  std::string config_source;      // where the config came from: forced, database, tuned or heuristic
+  std::string config_source;      // where the config came from: to_string(ConfigSource)
   std::string launch;             // how gemm() launched it, beyond the config: "cluster" (split-K in a
                                   // thread-block cluster), "spread" (SplitSpread), "early" (next kernel at our
                                   // start), joined by '+'; empty: none of these

@@ -201,8 +201,7 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
       double fill;  // blocks over resident slots, per wave
     };
     auto fill_of = [&](const KernelConfig& c) {
-      const int64_t slots = sms * resident_blocks_per_sm(c, p, dev), blocks = tile_count(p, c.tile_n, c.tile_m) * c.split_k;
-      return static_cast<double>(blocks) / static_cast<double>((blocks + slots - 1) / slots * slots);
+      return wave_fill(tile_count(p, c.tile_n, c.tile_m) * c.split_k, sms * resident_blocks_per_sm(c, p, dev));
     };
     auto fill_slots = [&](const TileChoice& t, LutPlacement lut, int min_k_tiles) -> std::optional<Filled> {
       auto c = first_valid(p, dev, std::span<const TileChoice>(&t, 1), lut, 1);

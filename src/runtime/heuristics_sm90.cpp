@@ -20,18 +20,20 @@ namespace {
 // one block at a time: waves of blocks (tiles x splits over the SMs) times the rows a block computes per
 // split. The shorter tile must win by 20% (more tiles also re-read more of W: 1024 x 10240 x 1280 and
 // 4096 x 2560 x 320, estimated 0.83, ran faster on the taller one).
+// The work of tile t's grid when every SM runs one block at a time: waves of blocks (tiles x splits over the
+// SMs) times the outputs a block computes per split.
+double wave_work(const Problem& p, const DeviceInfo& dev, const KernelConfig& t) {
+  const int splits = resolve_split_k(t, p, dev);
+  const int64_t waves = (tile_count(p, t.tile_n, t.tile_m) * splits + dev.sm_count - 1) / std::max(1, dev.sm_count);
+  return static_cast<double>(waves) * t.tile_n * t.tile_m / splits;
+}
+
 bool shorter_tile_fits_waves_better(const Problem& p, const DeviceInfo& dev, const KernelConfig& tall, int short_m,
                                     int short_stages) {
-  auto cost = [&](const KernelConfig& t) {
-    const int splits = resolve_split_k(t, p, dev);
-    const int64_t tiles = tile_count(p, t.tile_n, t.tile_m);
-    const int64_t waves = (tiles * splits + dev.sm_count - 1) / std::max(1, dev.sm_count);
-    return static_cast<double>(waves) * t.tile_m / splits;
-  };
   KernelConfig low = tall;
   low.tile_m = short_m;
   low.stages = short_stages;
-  return config_invalid_reason(low, p, dev).empty() && cost(low) < 0.8 * cost(tall);
+  return config_invalid_reason(low, p, dev).empty() && wave_work(p, dev, low) < 0.8 * wave_work(p, dev, tall);
 }
 
 }  // namespace
@@ -62,10 +64,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     // fills the SMs better in two splits (session 17's held-out tuning: 1024 x 1024 x 4096 on 256 x 64 in two splits
     // 22.6 us against 31.3 on the two-warpgroup tile unsplit, 104 tiles on 132 SMs; 1024 x {1152, 1280} x {4608,
     // 5120} on 256 x 80 in two, 1-4%)
-    auto fill = [&](int tile_m) {
-      const int64_t blocks = 2 * tile_count(p, 256, tile_m), sms = std::max(1, dev.sm_count);
-      return static_cast<double>(blocks) / static_cast<double>((blocks + sms - 1) / sms * sms);
-    };
+    auto fill = [&](int tile_m) { return wave_fill(2 * tile_count(p, 256, tile_m), dev.sm_count); };
     // (and 128 rows where they fill as well: each W tile is then dequantized for fewer column tiles; 1500 x 1280 x
     // 5120 on 256 x 128 in two splits 42.0 us against 55.9 on 256 x 64, held-out set C)
     if (fill(128) + 0.02 >= std::max(fill(64), fill(80))) {
@@ -163,12 +162,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     KernelConfig four = c;
     four.tile_n = 256; four.tile_m = 64; four.tile_k = 128; four.stages = 4; four.warps_n = 16;
     four.lut = pair_table;
-    auto work = [&](const KernelConfig& t) {
-      const int splits = resolve_split_k(t, p, dev);
-      const int64_t blocks = tile_count(p, t.tile_n, t.tile_m) * splits, sms = std::max(1, dev.sm_count);
-      return static_cast<double>((blocks + sms - 1) / sms) * t.tile_n * t.tile_m / splits;
-    };
-    if (config_invalid_reason(four, p, dev).empty() && work(four) < 0.9 * work(c)) c = four;
+    if (config_invalid_reason(four, p, dev).empty() && wave_work(p, dev, four) < 0.9 * wave_work(p, dev, c)) c = four;
   }
   if (!config_invalid_reason(c, p, dev).empty() && c.tile_k == 128) {
     // K that 128 does not divide (Falcon's 4544, DeepSeek-V2-Lite's 10944): the 64-deep tile of the same rows, at

@@ -18,6 +18,13 @@ inline int64_t tile_count(const Problem& p, int tile_n, int tile_m) {
   return ((p.n + tile_n - 1) / tile_n) * ((p.m + tile_m - 1) / tile_m);
 }
 
+// How full the waves of a grid of `blocks` are on `slots` resident block slots: blocks over whole waves' slots
+// (1: every wave full).
+inline double wave_fill(int64_t blocks, int64_t slots) {
+  if (slots < 1) slots = 1;
+  return static_cast<double>(blocks) / static_cast<double>((blocks + slots - 1) / slots * slots);
+}
+
 // The sm90 family's choice where it beats the sm80 kernels (runtime/heuristics_sm90.cpp); nothing elsewhere.
 std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const DeviceInfo& dev);
 
