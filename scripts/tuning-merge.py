@@ -35,7 +35,7 @@ def main():
     ap.add_argument("retuned")
     ap.add_argument("ab_csv")
     ap.add_argument("--ratio", type=float, default=0.99)
-    ap.add_argument("--note", default=None)
+    ap.add_argument("--note", default=None, help="the merged database's note, replacing SHIPPED's (which holds its history: repeat it)")
     a = ap.parse_args()
     shipped = json.load(open(a.shipped))
     retuned = json.load(open(a.retuned))
