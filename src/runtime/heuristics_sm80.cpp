@@ -69,7 +69,7 @@ std::optional<KernelConfig> first_valid(const Problem& p, const DeviceInfo& dev,
 //    (2.5 on weights of up to 8M values), with the 128-byte-row table, whose static shared memory leaves
 //    room for two blocks (1.04-1.18x); and the padded M of the medium rule with a tile of 256 x 32 per SM
 //    (333 x 6144 x 1536: 1.69x);
-//  * two warp groups splitting each k tile where the grid is small: 4-bit decode on weights of 8-16M
+//  * two warp groups splitting each k tile where the grid is small: 4-bit decode on weights of 4-16M
 //    values (4096 x 4096: 1.12x; since session 16 on 64-row tiles, or Stream-K where those exceed the SMs)
 //    and M = 33..80 on small weights with K > 2048 (64 x 1280 x 5120: 1.35x);
 //  * larger M with few 128 x 128 tiles and short K (the narrow diffusion layers: N = 32..640 at M = 1024
@@ -163,9 +163,12 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
   if (small_weight && p.m > 32 && p.m <= 80 && p.k > 2048) {
     if (auto c = first_valid(p, dev, small_w32_long_k, LutPlacement::shared)) return *c;
   }
-  if (p.bits == 4 && p.m <= 8 && mid_weight && !small_weight) {
+  if (p.bits == 4 && p.m <= 8 && mid_weight && p.n * p.k >= 4ll * 1024 * 1024 && (p.k >= 2048 || p.n >= 4096)) {
     // 64-row tiles split into about two blocks an SM, two 256-deep k tiles a split at least (the tuned pick on
-    // 4096 x 4096; 0.95-0.97x of 128-row tiles on it and on 2-6M-weight layers, 1.00-1.01x on 2048 x 7168); where
+    // 4096 x 4096; 0.95-0.97x of 128-row tiles on it and on 2-6M-weight layers, 1.00-1.01x on 2048 x 7168; since
+    // session 19 from 4M weights on, where the eight one-strip warps or the register table had been the rule:
+    // 0.95x over 33 layers; not on 2-4M weights, 1.07x slower over five, nor where K < 2048 and N < 4096, 1.07-1.09x
+    // slower on 3072 x 1536 and 3200 x 1536, docs/NOTES.md v1.23); where
     // the 64-row tiles alone exceed the SMs (short K, wide N), Stream-K over 128 x 8 x 128 units with four blocks
     // an SM (the tuned pick on 2 x 9216 x 1536: 0.77x of one 128-row tile per block; 0.77-0.95x on N = 10240 ..
     // 14336, K = 1024 .. 1536, M = 1..8): session 16, docs/NOTES.md v1.20

@@ -105,7 +105,7 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // 2 x 1280 x 2816 has eight, the one-wave rule alone gave eleven)
   EXPECT_EQ(pick(2, 1280, 2816).split_k, 8);
   EXPECT_EQ(pick(1, 512, 8192).split_k, 16);
-  EXPECT_EQ(pick(1, 4096, 1024).name(), "sm80_n64_m8_k128_s4_w4x1_sk2_lutreg");
+  EXPECT_EQ(pick(1, 4096, 1024).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk2_lutsmem256");  // (session 19: 0.98x, below)
   // ... below 2M weights (or K = 1024) with K a multiple of 256: 64-row tiles with two warp groups, one 256-deep k
   // tile a split (the tuned best on 2 x 1280 x 1280; session 16: 0.75-1.02x on 140 shapes), where that makes at
   // most 1.5 blocks an SM (K = 1024 from N = 4096: 1.23-1.57x slower, left on the register table as above)
@@ -164,6 +164,11 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // 1.12x; 64-row tiles since session 16, 0.95-0.97x), small weights at M = 33..80 with K > 2048 (64 x 1280 x
   // 5120: 1.35x) ...
   EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");
+  // ... and since session 19 on 4-8M weights too, where K >= 2048 or N >= 4096 (0.95x over 33 layers: 8 x 2048 x
+  // 2048 4.92 -> 3.84 us, 8 x 5632 x 1024 5.04 -> 4.01), not below 4M (2-4M: 1.07x slower over 5)
+  EXPECT_EQ(pick(8, 2048, 2048).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");
+  EXPECT_EQ(pick(1, 5120, 1024).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk2_lutsmem256");
+  EXPECT_NE(pick(2, 1536, 1536).warps_k, 2);
   // ... and Stream-K on four blocks an SM where the 64-row tiles alone exceed the SMs (the tuned best on
   // 2 x 9216 x 1536, 0.77x; 0.77-0.95x on N = 10240 .. 14336 with K = 1024 .. 1536)
   EXPECT_EQ(pick(2, 9216, 1536).name(), "sm80_n128_m8_k128_s2_w4x1_skstream_lutsmem_occ4");
