@@ -86,10 +86,12 @@ void encode_tensor_map_2d_u16(void* map, const void* base, uint64_t cols, uint64
 class LoadedKernel {
  public:
   LoadedKernel() = default;
-  LoadedKernel(const LoadedKernel&) = delete;  // owns the module
+  LoadedKernel(const LoadedKernel&) = delete;  // owns the library
   LoadedKernel& operator=(const LoadedKernel&) = delete;
-  // Loads a cubin or NUL-terminated PTX (CompiledKernel::cubin either way) into the current device's
-  // primary context, initialising the CUDA runtime first. Throws Error with the CUDA error string.
+  // Loads a cubin or NUL-terminated PTX (CompiledKernel::cubin either way) as a context-independent library
+  // (cuLibraryLoadData), initialising the CUDA runtime first: it launches in whatever context the launch's
+  // stream or the calling thread has (the primary one, one of the caller's own, a green context). Throws Error
+  // with the CUDA error string.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char>& cubin, const std::string& kernel_name);
   ~LoadedKernel();
   // Sets the dynamic shared-memory limit once (cudaFuncAttributeMaxDynamicSharedMemorySize equivalent);
@@ -106,8 +108,11 @@ class LoadedKernel {
   const std::string& name() const { return name_; }
 
  private:
-  void* module_ = nullptr;    // CUmodule
-  void* function_ = nullptr;  // CUfunction
+  // The kernel as the launch and occupancy calls take it: the library kernel cast to CUfunction (documented for
+  // them; they then act on the stream's or the current context).
+  CUfunc_st* function() const { return static_cast<CUfunc_st*>(kernel_); }
+  void* library_ = nullptr;  // CUlibrary
+  void* kernel_ = nullptr;   // CUkernel
   std::string name_;
   std::atomic<int> max_dynamic_smem_set_{0};
   std::mutex smem_mutex_;  // serialises raising the limit, so it only ever grows

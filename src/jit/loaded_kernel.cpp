@@ -15,15 +15,17 @@ namespace lutmm::jit {
 
 namespace {
 
-// The driver ABI versions these signatures belong to (cudaTypedefs.h: PFN_cuModuleLoadData_v2000, ...);
+// The driver ABI versions these signatures belong to (cudaTypedefs.h: PFN_cuLibraryLoadData_v12000, ...);
 // asking for the 12.0 ABI pins each symbol to the signature declared here on newer drivers too.
 constexpr unsigned int kDriverAbi = 12000;
 
 struct DriverApi {
-  CUresult (*module_load_data_ex)(CUmodule*, const void*, unsigned int, CUjit_option*, void**) = nullptr;
-  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*module_unload)(CUmodule) = nullptr;
-  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*library_load_data)(CUlibrary*, const void*, CUjit_option*, void**, unsigned int, CUlibraryOption*, void**,
+                                unsigned int) = nullptr;
+  CUresult (*library_get_kernel)(CUkernel*, CUlibrary, const char*) = nullptr;
+  CUresult (*library_unload)(CUlibrary) = nullptr;
+  CUresult (*kernel_set_attribute)(CUfunction_attribute, int, CUkernel, CUdevice) = nullptr;
+  CUresult (*ctx_get_device)(CUdevice*) = nullptr;
   CUresult (*occupancy_max_active_blocks)(int*, CUfunction, int, size_t) = nullptr;
   CUresult (*occupancy_max_active_clusters)(int*, CUfunction, const CUlaunchConfig*) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
@@ -75,10 +77,11 @@ const DriverApi& driver() {
   std::call_once(once, [] {
     ensure_runtime();
     DriverApi a;
-    resolve("cuModuleLoadDataEx", a.module_load_data_ex);
-    resolve("cuModuleGetFunction", a.module_get_function);
-    resolve("cuModuleUnload", a.module_unload);
-    resolve("cuFuncSetAttribute", a.func_set_attribute);
+    resolve("cuLibraryLoadData", a.library_load_data);
+    resolve("cuLibraryGetKernel", a.library_get_kernel);
+    resolve("cuLibraryUnload", a.library_unload);
+    resolve("cuKernelSetAttribute", a.kernel_set_attribute);
+    resolve("cuCtxGetDevice", a.ctx_get_device);
     resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks);
     resolve("cuOccupancyMaxActiveClusters", a.occupancy_max_active_clusters);
     resolve("cuLaunchKernel", a.launch_kernel);
@@ -127,51 +130,59 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char>& cubin,
   char error_log[4096] = {};
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof error_log))};
-  CUmodule module = nullptr;
-  const CUresult loaded = api.module_load_data_ex(&module, image, 2, options, values);
+  // A library, not a module: a module belongs to the context current when it is loaded, a library's kernels
+  // launch in whichever context the stream (or the calling thread) has, so one load serves the primary context,
+  // contexts of the caller's own and green contexts (SM partitions) of the device alike.
+  CUlibrary library = nullptr;
+  const CUresult loaded = api.library_load_data(&library, image, options, values, 2, nullptr, nullptr, 0);
   if (loaded != CUDA_SUCCESS) {
     std::string what = "cannot load the module of kernel '" + kernel_name + "' (" + (elf ? "cubin" : "PTX") + ")";
     if (error_log[0] != '\0') what.append(" [").append(error_log).append("]");
     check(loaded, what);
   }
   auto kernel = std::make_shared<LoadedKernel>();
-  kernel->module_ = module;  // unloaded by the destructor from here on, also if the lookup below throws
+  kernel->library_ = library;  // unloaded by the destructor from here on, also if the lookup below throws
   kernel->name_ = kernel_name;
-  CUfunction function = nullptr;
-  check(api.module_get_function(&function, module, kernel_name.c_str()),
+  CUkernel handle = nullptr;
+  check(api.library_get_kernel(&handle, library, kernel_name.c_str()),
         "kernel '" + kernel_name + "' not found in its module");
-  kernel->function_ = function;
+  kernel->kernel_ = handle;
   return kernel;
 }
 
 LoadedKernel::~LoadedKernel() {
   // Errors are ignored: at process exit the context may already be gone, and a destructor cannot throw.
-  if (module_ != nullptr) driver().module_unload(static_cast<CUmodule>(module_));
+  if (library_ != nullptr) driver().library_unload(static_cast<CUlibrary>(library_));
 }
 
 void LoadedKernel::set_max_dynamic_shared_memory(int bytes) {
   if (bytes < 0) throw_argument_error("bytes", "a dynamic shared memory size >= 0", std::to_string(bytes));
-  if (function_ == nullptr) throw_error("set_max_dynamic_shared_memory on a LoadedKernel that holds no kernel");
+  if (kernel_ == nullptr) throw_error("set_max_dynamic_shared_memory on a LoadedKernel that holds no kernel");
   if (bytes <= max_dynamic_smem_set_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(smem_mutex_);
   if (bytes <= max_dynamic_smem_set_.load(std::memory_order_relaxed)) return;
-  check(driver().func_set_attribute(static_cast<CUfunction>(function_), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    bytes),
+  // (for the current context's device, in every context of it: a LoadedKernel serves one device)
+  ensure_runtime_on_this_thread();
+  CUdevice device = 0;
+  check(driver().ctx_get_device(&device), "cannot read the current context's device");
+  check(driver().kernel_set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes,
+                                      static_cast<CUkernel>(kernel_), device),
         "cannot allow " + std::to_string(bytes) + " bytes of dynamic shared memory for kernel '" + name_ + "'");
   max_dynamic_smem_set_.store(bytes, std::memory_order_release);
 }
 
 int LoadedKernel::max_active_blocks_per_sm(int block_threads, int shared_bytes) const {
-  if (function_ == nullptr) throw_error("max_active_blocks_per_sm on a LoadedKernel that holds no kernel");
-  int blocks = 0;
-  check(driver().occupancy_max_active_blocks(&blocks, static_cast<CUfunction>(function_), block_threads,
+  if (kernel_ == nullptr) throw_error("max_active_blocks_per_sm on a LoadedKernel that holds no kernel");
+  ensure_runtime_on_this_thread();
+  int blocks = 0;  // (for the current context)
+  check(driver().occupancy_max_active_blocks(&blocks, function(), block_threads,
                                              static_cast<size_t>(shared_bytes)),
         "cannot compute the occupancy of kernel '" + name_ + "'");
   return blocks;
 }
 
 int LoadedKernel::max_active_clusters(dim3 block, int shared_bytes, unsigned int cluster_z) const {
-  if (function_ == nullptr) throw_error("max_active_clusters on a LoadedKernel that holds no kernel");
+  if (kernel_ == nullptr) throw_error("max_active_clusters on a LoadedKernel that holds no kernel");
   if (cluster_z == 0) throw_argument_error("cluster_z", "a cluster depth >= 1", "0");
   ensure_runtime_on_this_thread();
   CUlaunchAttribute cluster{};
@@ -186,14 +197,14 @@ int LoadedKernel::max_active_clusters(dim3 block, int shared_bytes, unsigned int
   config.attrs = &cluster;
   config.numAttrs = 1;
   int clusters = 0;
-  check(driver().occupancy_max_active_clusters(&clusters, static_cast<CUfunction>(function_), &config),
+  check(driver().occupancy_max_active_clusters(&clusters, function(), &config),
         "cannot compute the cluster occupancy of kernel '" + name_ + "'");
   return clusters;
 }
 
 void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t stream, void** args,
                           const LaunchAttributes& attributes) const {
-  if (function_ == nullptr) throw_error("launch of a LoadedKernel that holds no kernel");
+  if (kernel_ == nullptr) throw_error("launch of a LoadedKernel that holds no kernel");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) throw_argument_error("grid", "every dimension >= 1", describe(grid));
   if (block.x == 0 || block.y == 0 || block.z == 0)
     throw_argument_error("block", "every dimension >= 1", describe(block));
@@ -228,9 +239,9 @@ void LoadedKernel::launch(dim3 grid, dim3 block, int shared_bytes, cudaStream_t 
     config.hStream = reinterpret_cast<CUstream>(stream);
     config.attrs = list;
     config.numAttrs = count;
-    result = driver().launch_kernel_ex(&config, static_cast<CUfunction>(function_), args, nullptr);
+    result = driver().launch_kernel_ex(&config, function(), args, nullptr);
   } else {
-    result = driver().launch_kernel(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y,
+    result = driver().launch_kernel(function(), grid.x, grid.y, grid.z, block.x, block.y,
                                     block.z, static_cast<unsigned int>(shared_bytes),
                                     reinterpret_cast<CUstream>(stream), args, nullptr);
   }

@@ -3,8 +3,11 @@
 // every embedded shape, every config on a subset, determinism, bad arguments. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -448,6 +451,86 @@ TEST(GemmGpu, SpreadSplitKBlocksThatStopWaitingLeaveTheirShareToTheLastArrival) 
     ::setenv("LUTMM_NVRTC_OPTIONS", restore.c_str(), 1);
   else
     ::unsetenv("LUTMM_NVRTC_OPTIONS");
+}
+
+// Kernels load as context-independent libraries (jit/loaded_kernel.cpp): the ones loaded in the primary context
+// run in a context of the caller's own (cuCtxCreate) and in a green context holding a quarter of the SMs, where the
+// runtime's one-wave grids (sized for the whole GPU) run in several waves: split-K with the last arrival summing,
+// the spread sum (whose blocks stop waiting for ones not resident), Stream-K, cluster split-K. Against the
+// reference and bitwise the same run after run in each context.
+// (The driver functions through cudart's entry points, as the library resolves its own: the test binary must
+// start where no driver is installed, to skip.)
+template <typename Fn>
+Fn driver_function(const char* symbol, int abi) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(symbol, &address, abi, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    address = nullptr;
+  return reinterpret_cast<Fn>(address);
+}
+
+TEST(GemmGpu, RunsInContextsOfTheCallersOwnAndInGreenContexts) {
+  REQUIRE_GPU();
+  const auto cu_device_get = driver_function<PFN_cuDeviceGet_v2000>("cuDeviceGet", 2000);
+  const auto cu_ctx_create = driver_function<PFN_cuCtxCreate_v12050>("cuCtxCreate", 12050);
+  const auto cu_ctx_destroy = driver_function<PFN_cuCtxDestroy_v4000>("cuCtxDestroy", 4000);
+  const auto cu_ctx_push = driver_function<PFN_cuCtxPushCurrent_v4000>("cuCtxPushCurrent", 4000);
+  const auto cu_ctx_pop = driver_function<PFN_cuCtxPopCurrent_v4000>("cuCtxPopCurrent", 4000);
+  const auto cu_get_resource = driver_function<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
+  const auto cu_split = driver_function<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount", 12040);
+  const auto cu_desc = driver_function<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
+  const auto cu_green_create = driver_function<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate", 12040);
+  const auto cu_green_context = driver_function<PFN_cuCtxFromGreenCtx_v12040>("cuCtxFromGreenCtx", 12040);
+  const auto cu_green_destroy = driver_function<PFN_cuGreenCtxDestroy_v12040>("cuGreenCtxDestroy", 12040);
+  for (const void* fn : {(const void*)cu_device_get, (const void*)cu_ctx_create, (const void*)cu_ctx_destroy,
+                         (const void*)cu_ctx_push, (const void*)cu_ctx_pop, (const void*)cu_get_resource,
+                         (const void*)cu_split, (const void*)cu_desc, (const void*)cu_green_create,
+                         (const void*)cu_green_context, (const void*)cu_green_destroy})
+    ASSERT_NE(fn, nullptr) << "a driver function this test needs is missing (a driver older than CUDA 12.5)";
+  std::vector<ForcedCase> cases = {{1, 4096, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256"},
+                                   {1, 3584, 4096, 4, 128, "sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256"},
+                                   {64, 4096, 4096, 4, 128, "sm80_n128_m64_k64_s4_w4x1_sk4_lutsmem256"},
+                                   {5, 1000, 2048, 3, 32, "sm80_n64_m8_k128_s4_w4x1_skstream_lutsmem"}};
+  if (current_device_info().arch() == 90) {
+    cases.push_back({64, 1280, 5120, 4, 128, "sm90_n128_m32_k128_s4_w8x1_sk5_lutsmem256"});
+    cases.push_back({77, 1000, 2048, 4, 128, "sm90_n128_m80_k64_s6_w8x1_skstream_lutsmem"});
+  }
+  expect_forced_configs_pass(cases);  // (the primary context: the kernels load here)
+  int ordinal = 0;
+  ASSERT_EQ(cudaGetDevice(&ordinal), cudaSuccess);
+  CUdevice device = 0;
+  ASSERT_EQ(cu_device_get(&device, ordinal), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  {
+    CUcontext own = nullptr;
+    ASSERT_EQ(cu_ctx_create(&own, nullptr, 0, device), CUDA_SUCCESS);  // (current from here)
+    SCOPED_TRACE("a context of the caller's own");
+    expect_forced_configs_pass(cases);
+    EXPECT_EQ(cu_ctx_pop(&popped), CUDA_SUCCESS);
+    EXPECT_EQ(popped, own);
+    EXPECT_EQ(cu_ctx_destroy(own), CUDA_SUCCESS);
+  }
+  CUdevResource sms{}, part{}, rest{};
+  ASSERT_EQ(cu_get_resource(device, &sms, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+  unsigned int groups = 1;
+  ASSERT_EQ(cu_split(&part, &groups, &sms, &rest, 0, std::max(8u, sms.sm.smCount / 4 / 8 * 8)),
+            CUDA_SUCCESS);
+  ASSERT_EQ(groups, 1u);
+  CUdevResourceDesc desc = nullptr;
+  ASSERT_EQ(cu_desc(&desc, &part, 1), CUDA_SUCCESS);
+  CUgreenCtx green = nullptr;
+  ASSERT_EQ(cu_green_create(&green, desc, device, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+  CUcontext green_context = nullptr;
+  ASSERT_EQ(cu_green_context(&green_context, green), CUDA_SUCCESS);
+  ASSERT_EQ(cu_ctx_push(green_context), CUDA_SUCCESS);
+  {
+    SCOPED_TRACE("a green context of " + std::to_string(part.sm.smCount) + " of " + std::to_string(sms.sm.smCount) +
+                 " SMs");
+    expect_forced_configs_pass(cases);
+  }
+  EXPECT_EQ(cu_ctx_pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(cu_green_destroy(green), CUDA_SUCCESS);
 }
 
 // x multicast (sm90 family, _mcN): pairs or fours of column tiles in a cluster share each x tile through TMA
