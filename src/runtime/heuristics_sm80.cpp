@@ -167,8 +167,8 @@ KernelConfig heuristic_config(const Problem& p, const DeviceInfo& dev) {
     // 64-row tiles split into about two blocks an SM, two 256-deep k tiles a split at least (the tuned pick on
     // 4096 x 4096; 0.95-0.97x of 128-row tiles on it and on 2-6M-weight layers, 1.00-1.01x on 2048 x 7168; since
     // session 19 from 4M weights on, where the eight one-strip warps or the register table had been the rule:
-    // 0.95x over 33 layers; not on 2-4M weights, 1.07x slower over five, nor where K < 2048 and N < 4096, 1.07-1.09x
-    // slower on 3072 x 1536 and 3200 x 1536, docs/NOTES.md v1.23); where
+    // 0.93x over the 30 measured layers it changes; not on 2-4M weights, 1.07x slower over five, nor where K < 2048
+    // and N < 4096, 1.07-1.09x slower on 3072 x 1536 and 3200 x 1536, docs/NOTES.md v1.23); where
     // the 64-row tiles alone exceed the SMs (short K, wide N), Stream-K over 128 x 8 x 128 units with four blocks
     // an SM (the tuned pick on 2 x 9216 x 1536: 0.77x of one 128-row tile per block; 0.77-0.95x on N = 10240 ..
     // 14336, K = 1024 .. 1536, M = 1..8): session 16, docs/NOTES.md v1.20

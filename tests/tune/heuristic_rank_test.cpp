@@ -164,7 +164,7 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // 1.12x; 64-row tiles since session 16, 0.95-0.97x), small weights at M = 33..80 with K > 2048 (64 x 1280 x
   // 5120: 1.35x) ...
   EXPECT_EQ(pick(4, 4096, 4096).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");
-  // ... and since session 19 on 4-8M weights too, where K >= 2048 or N >= 4096 (0.95x over 33 layers: 8 x 2048 x
+  // ... and since session 19 on 4-8M weights too, where K >= 2048 or N >= 4096 (0.93x over 30 layers: 8 x 2048 x
   // 2048 4.92 -> 3.84 us, 8 x 5632 x 1024 5.04 -> 4.01), not below 4M (2-4M: 1.07x slower over 5)
   EXPECT_EQ(pick(8, 2048, 2048).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");
   EXPECT_EQ(pick(1, 5120, 1024).name(), "sm80_n64_m8_k256_s3_w4x1x2_sk2_lutsmem256");
