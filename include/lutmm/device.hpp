@@ -22,7 +22,14 @@ struct DeviceInfo {
 
 int device_count();                        // 0 when there is no driver or no device; never throws
 const DeviceInfo& device_info(int device);  // cached; throws Error for a bad index or CUDA failure
-const DeviceInfo& current_device_info();    // the device current on the calling thread
+// The SMs the calling thread's current context may run on: a green context's partition, else the whole
+// device's; 0 where no context is current or the driver cannot tell (before CUDA 12.4). Never throws.
+int context_sm_count();
+// device_info(device) as a context with context_sms SMs sees it: where that is fewer than the device has (a green
+// context), sm_count is the context's, so grids, splits and the tuning database's keys follow the SMs the kernels
+// can use. Cached like device_info.
+const DeviceInfo& device_info(int device, int context_sms);
+const DeviceInfo& current_device_info();    // the device current on the calling thread, as its context sees it
 std::string cuda_runtime_version();         // "13.0"
 std::string cuda_driver_version();          // "13.0", or "none" without a driver
 

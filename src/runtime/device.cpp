@@ -1,11 +1,15 @@
-// GPU properties through cudart alone (no driver API), read once per device and kept for the process.
+// GPU properties through cudart, read once per device and kept for the process; the current context's SM
+// partition through two driver functions resolved at run time (cudart's entry points: no link to libcuda).
 #include "lutmm/device.hpp"
 
+#include <cuda.h>  // (types only)
 #include <cuda_runtime_api.h>
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 #include "lutmm/error.hpp"
 
@@ -82,10 +86,61 @@ const DeviceInfo& device_info(int device) {
   return *slot;
 }
 
+int context_sm_count() {
+  struct Api {
+    CUresult (*get_current)(CUcontext*) = nullptr;
+    CUresult (*get_resource)(CUcontext, CUdevResource*, CUdevResourceType) = nullptr;
+  };
+  static const Api api = [] {
+    Api a;
+    auto resolve = [](const char* symbol, int abi, auto& fn) {
+      void* address = nullptr;
+      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+      if (cudaGetDriverEntryPointByVersion(symbol, &address, abi, cudaEnableDefault, &found) != cudaSuccess ||
+          found != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        address = nullptr;
+      }
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
+    };
+    if (device_count() == 0) return a;
+    resolve("cuCtxGetCurrent", 4000, a.get_current);
+    resolve("cuCtxGetDevResource", 12040, a.get_resource);
+    return a;
+  }();
+  if (api.get_current == nullptr || api.get_resource == nullptr) return 0;
+  CUcontext context = nullptr;
+  if (api.get_current(&context) != CUDA_SUCCESS || context == nullptr) return 0;
+  // Per thread, the last context asked about (a gemm() call asks every time): one driver call when it is the same.
+  thread_local CUcontext last = nullptr;
+  thread_local int last_sms = 0;
+  if (context != last) {
+    CUdevResource sms{};
+    last_sms = api.get_resource(context, &sms, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS ? static_cast<int>(sms.sm.smCount) : 0;
+    last = context;
+  }
+  return last_sms;
+}
+
+const DeviceInfo& device_info(int device, int context_sms) {
+  const DeviceInfo& whole = device_info(device);
+  if (context_sms <= 0 || context_sms >= whole.sm_count) return whole;
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::unique_ptr<const DeviceInfo>> cache;  // (never erased, as above)
+  std::lock_guard lock(mutex);
+  auto& slot = cache[{device, context_sms}];
+  if (!slot) {
+    DeviceInfo part = whole;
+    part.sm_count = context_sms;
+    slot = std::make_unique<const DeviceInfo>(part);
+  }
+  return *slot;
+}
+
 const DeviceInfo& current_device_info() {
   int device = -1;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  return device_info(device);
+  return device_info(device, context_sm_count());
 }
 
 std::string cuda_runtime_version() {

@@ -289,6 +289,7 @@ namespace {
 // its choice cannot change later: forced, from the database, tuned, or with tuning off/offline.
 struct PlanKey {
   int device = -1;
+  int sm_count = 0;  // the current context's SMs (context_sm_count: a green context plans for its own)
   int64_t m = 0, n = 0, k = 0;
   int bits = 0, group_size = 0;
   DType dtype = DType::bf16;
@@ -454,8 +455,9 @@ LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   options.config = c;
   PlanKey key;
   key.device = device;
+  key.sm_count = context_sm_count();
   bool cacheable = false;
-  const Plan plan = make_plan(key, p, device_info(device), options, cacheable);
+  const Plan plan = make_plan(key, p, device_info(device, key.sm_count), options, cacheable);
   return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread, plan.launch.cluster_z > 1};
 }
 
@@ -473,6 +475,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   PlanKey key;
   key.device = device;
+  key.sm_count = context_sm_count();
   key.m = p.m; key.n = p.n; key.k = p.k;
   key.bits = p.bits; key.group_size = p.group_size; key.dtype = p.dtype;
   key.stream = options.stream;
@@ -488,7 +491,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
     }
   Plan uncached;
   if (plan == nullptr) {
-    const DeviceInfo& dev = device_info(device);
+    const DeviceInfo& dev = device_info(device, key.sm_count);
     if (dev.arch() < 80) throw_error(fmt::format("{} is sm_{}; lutmm needs sm_80 or newer", dev.name, dev.arch()));
     bool cacheable = false;
     uncached = make_plan(key, p, dev, options, cacheable);

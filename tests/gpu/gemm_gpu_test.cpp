@@ -454,10 +454,10 @@ TEST(GemmGpu, SpreadSplitKBlocksThatStopWaitingLeaveTheirShareToTheLastArrival) 
 }
 
 // Kernels load as context-independent libraries (jit/loaded_kernel.cpp): the ones loaded in the primary context
-// run in a context of the caller's own (cuCtxCreate) and in a green context holding a quarter of the SMs, where the
-// runtime's one-wave grids (sized for the whole GPU) run in several waves: split-K with the last arrival summing,
-// the spread sum (whose blocks stop waiting for ones not resident), Stream-K, cluster split-K. Against the
-// reference and bitwise the same run after run in each context.
+// run in a context of the caller's own (cuCtxCreate) and in a green context holding a quarter of the SMs, whose
+// SM count the runtime plans for (device.cpp: context_sm_count): split-K with the last arrival summing, the spread
+// sum, Stream-K, cluster split-K, and the runtime's own choice. Against the reference and bitwise the same run
+// after run in each context.
 // (The driver functions through cudart's entry points, as the library resolves its own: the test binary must
 // start where no driver is installed, to skip.)
 template <typename Fn>
@@ -506,6 +506,7 @@ TEST(GemmGpu, RunsInContextsOfTheCallersOwnAndInGreenContexts) {
     CUcontext own = nullptr;
     ASSERT_EQ(cu_ctx_create(&own, nullptr, 0, device), CUDA_SUCCESS);  // (current from here)
     SCOPED_TRACE("a context of the caller's own");
+    EXPECT_EQ(current_device_info().sm_count, device_info(ordinal).sm_count);
     expect_forced_configs_pass(cases);
     EXPECT_EQ(cu_ctx_pop(&popped), CUDA_SUCCESS);
     EXPECT_EQ(popped, own);
@@ -527,7 +528,13 @@ TEST(GemmGpu, RunsInContextsOfTheCallersOwnAndInGreenContexts) {
   {
     SCOPED_TRACE("a green context of " + std::to_string(part.sm.smCount) + " of " + std::to_string(sms.sm.smCount) +
                  " SMs");
+    // the runtime plans for the context's SMs (grids, splits, the database's keys)
+    EXPECT_EQ(context_sm_count(), static_cast<int>(part.sm.smCount));
+    EXPECT_EQ(current_device_info().sm_count, static_cast<int>(part.sm.smCount));
     expect_forced_configs_pass(cases);
+    // and its own choice: no database key has this SM count, so a similar key's or the heuristic's, for it
+    expect_passes(problem(1, 4096, 4096, 4, 128, DType::bf16));
+    expect_passes(problem(77, 1280, 2048, 4, 128, DType::bf16));
   }
   EXPECT_EQ(cu_ctx_pop(&popped), CUDA_SUCCESS);
   EXPECT_EQ(cu_green_destroy(green), CUDA_SUCCESS);

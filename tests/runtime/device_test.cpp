@@ -45,6 +45,28 @@ TEST(Device, Versions) {
   if (device_count() > 0) EXPECT_NE(driver, "none");
 }
 
+// The context's SMs: 0 without a GPU (never throws); on a GPU the primary context's are the device's, and a view for
+// fewer SMs (a green context) is the device's info with that count, cached; more or none gives the device's own.
+TEST(Device, ContextSmCountAndTheInfoAContextSees) {
+  int sms = -1;
+  EXPECT_NO_THROW(sms = context_sm_count());
+  if (device_count() == 0) {
+    EXPECT_EQ(sms, 0);
+    return;
+  }
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // (the primary context, current from here)
+  const DeviceInfo& whole = device_info(0);
+  EXPECT_EQ(context_sm_count(), whole.sm_count);
+  EXPECT_EQ(&current_device_info(), &whole);
+  const DeviceInfo& part = device_info(0, 16);
+  EXPECT_EQ(part.sm_count, 16);
+  EXPECT_EQ(part.name, whole.name);
+  EXPECT_EQ(part.smem_per_sm, whole.smem_per_sm);
+  EXPECT_EQ(&device_info(0, 16), &part);
+  EXPECT_EQ(&device_info(0, 0), &whole);
+  EXPECT_EQ(&device_info(0, whole.sm_count + 8), &whole);
+}
+
 TEST(Device, InfoOfEveryDevice) {
   const int count = device_count();
   if (count == 0) GTEST_SKIP() << "no CUDA device";
