@@ -122,19 +122,7 @@ void run(const char* what, int sms, int warps_per_block, int blocks_per_sm, cons
   const dim3 grid(sms * blocks_per_sm), block(32 * warps_per_block);
   const int iters = 2048;
   kernel<<<grid, block, smem>>>(table, words, out, 8);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  float best = 1e9f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(e0);
-    kernel<<<grid, block, smem>>>(table, words, out, iters);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    if (ms < best) best = ms;
-  }
+  const float best = best_of_runs_ms([&] { kernel<<<grid, block, smem>>>(table, words, out, iters); });
   // weights a warp dequantizes per iteration: kStrips x 16 rows x 256 of K; 4-bit: half a byte each
   const double weights = static_cast<double>(kStrips) * 16 * 256 * iters * warps_per_block * grid.x;
   int clock_khz = 0;
@@ -144,8 +132,6 @@ void run(const char* what, int sms, int warps_per_block, int blocks_per_sm, cons
   cudaFuncGetAttributes(&attributes, kernel);
   std::printf("%-22s %3d regs, warps %2d x %d blocks: %6.2f TB/s of 4-bit W  (%.0f cycles a k tile, %.3f ms)\n", what,
               attributes.numRegs, warps_per_block, blocks_per_sm, weights * 0.5 / (best * 1e-3) / 1e12, cycles_per_k_tile, best);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
 }
 
 int main() {

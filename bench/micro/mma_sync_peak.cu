@@ -31,12 +31,7 @@ void run(int sms, int warps_per_block, int blocks_per_sm) {
   int iters = 4096;
   dim3 grid(sms * blocks_per_sm), block(32 * warps_per_block);
   peak<CHAINS><<<grid, block>>>(out, 16, 3);
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-  float best = 1e9;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(e0); peak<CHAINS><<<grid, block>>>(out, iters, 3); cudaEventRecord(e1); cudaEventSynchronize(e1);
-    float ms; cudaEventElapsedTime(&ms, e0, e1); if (ms < best) best = ms;
-  }
+  const float best = best_of_runs_ms([&] { peak<CHAINS><<<grid, block>>>(out, iters, 3); });
   double flops = 2.0 * 16 * 8 * 16 * CHAINS * (double)iters * grid.x * warps_per_block;
   printf("chains %2d warps/SM %2d: %.1f TFLOP/s (%.3f ms)\n", CHAINS, warps_per_block * blocks_per_sm, flops / best / 1e9, best);
   cudaFree(out);

@@ -72,25 +72,11 @@ void run(int sms, int warpgroups_per_sm) {
   const dim3 grid(sms * warpgroups_per_sm), block(128);
   const int iters = 2048;
   peak<N, kA, kInFlight><<<grid, block, bytes>>>(out, 16, 3u);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  float best = 1e9f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(e0);
-    peak<N, kA, kInFlight><<<grid, block, bytes>>>(out, iters, 3u);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0.f;
-    cudaEventElapsedTime(&ms, e0, e1);
-    if (ms < best) best = ms;
-  }
+  const float best = best_of_runs_ms([&] { peak<N, kA, kInFlight><<<grid, block, bytes>>>(out, iters, 3u); });
   const double flops = 2.0 * 64 * N * 16 * 4.0 * iters * grid.x;
   const char* a = kA == AFrom::shared ? "SS" : (kA == AFrom::registers ? "RS" : "RS fresh A");
   std::printf("m64n%-3d %-10s  warpgroups/SM %d  in flight %d: %6.1f TFLOP/s  (%.3f ms)\n", N, a, warpgroups_per_sm,
               kInFlight, flops / best / 1e9, best);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   cudaFree(out);
 }
 
