@@ -112,6 +112,8 @@ int context_sm_count() {
   CUcontext context = nullptr;
   if (api.get_current(&context) != CUDA_SUCCESS || context == nullptr) return 0;
   // Per thread, the last context asked about (a gemm() call asks every time): one driver call when it is the same.
+  // (A context destroyed and another created at the same handle keeps the first's count on this thread: its grids
+  // are then sized for the wrong number of SMs, which costs time, not correctness.)
   thread_local CUcontext last = nullptr;
   thread_local int last_sms = 0;
   if (context != last) {
