@@ -118,7 +118,8 @@ int context_sm_count() {
   thread_local int last_sms = 0;
   if (context != last) {
     CUdevResource sms{};
-    last_sms = api.get_resource(context, &sms, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS ? static_cast<int>(sms.sm.smCount) : 0;
+    const bool known = api.get_resource(context, &sms, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS;
+    last_sms = known ? static_cast<int>(sms.sm.smCount) : 0;
     last = context;
   }
   return last_sms;
