@@ -38,7 +38,8 @@ def main():
     ap.add_argument("--top", type=int, default=14, help="opcodes to list (most samples first)")
     a = ap.parse_args()
     rows = list(csv.reader(open(a.csv, newline="")))
-    header_at = next((i for i, r in enumerate(rows) if "Source" in r and "Warp Stall Sampling (All Samples)" in r), None)
+    samples_column = "Warp Stall Sampling (All Samples)"
+    header_at = next((i for i, r in enumerate(rows) if "Source" in r and samples_column in r), None)
     if header_at is None:
         sys.exit(f"stall-summary: {a.csv} has no source-page header (Source, Warp Stall Sampling (All Samples))")
     header = rows[header_at]
@@ -53,7 +54,7 @@ def main():
         if len(r) < len(header):
             continue
         op = opcode(r[col["Source"]])
-        s = number(r[col["Warp Stall Sampling (All Samples)"]])
+        s = number(r[col[samples_column]])
         total += s
         samples[op] += s
         if "Instructions Executed" in col:

@@ -127,11 +127,13 @@ void run(const char* what, int sms, int warps_per_block, int blocks_per_sm, cons
   const double weights = static_cast<double>(kStrips) * 16 * 256 * iters * warps_per_block * grid.x;
   int clock_khz = 0;
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-  const double cycles_per_k_tile = best * 1e-3 * clock_khz * 1e3 / iters;  // per warp's 2 x 16 x 256 (all warps at once)
+  // per warp's 2 x 16 x 256 (all warps at once)
+  const double cycles_per_k_tile = best * 1e-3 * clock_khz * 1e3 / iters;
   cudaFuncAttributes attributes{};
   cudaFuncGetAttributes(&attributes, kernel);
   std::printf("%-22s %3d regs, warps %2d x %d blocks: %6.2f TB/s of 4-bit W  (%.0f cycles a k tile, %.3f ms)\n", what,
-              attributes.numRegs, warps_per_block, blocks_per_sm, weights * 0.5 / (best * 1e-3) / 1e12, cycles_per_k_tile, best);
+              attributes.numRegs, warps_per_block, blocks_per_sm, weights * 0.5 / (best * 1e-3) / 1e12,
+              cycles_per_k_tile, best);
 }
 
 int main() {
@@ -149,7 +151,8 @@ int main() {
   cudaMalloc(&out, 512 * sizeof(float));
   cudaMemcpy(table, host_table, sizeof host_table, cudaMemcpyHostToDevice);
   cudaMemcpy(words, host_words, sizeof host_words, cudaMemcpyHostToDevice);
-  for (const auto& [warps, blocks] : {std::pair{4, 1}, std::pair{4, 2}, std::pair{8, 1}, std::pair{8, 2}, std::pair{16, 1}}) {
+  for (const auto& [warps, blocks] :
+       {std::pair{4, 1}, std::pair{4, 2}, std::pair{8, 1}, std::pair{8, 2}, std::pair{16, 1}}) {
     run<256, Work::lookups_and_mma>("lutsmem256 full", sms, warps, blocks, table, words, out);
     run<256, Work::lookups_and_mma, false>("lutsmem256 unfenced", sms, warps, blocks, table, words, out);
     run<256, Work::lookups_only>("lutsmem256 lookups", sms, warps, blocks, table, words, out);

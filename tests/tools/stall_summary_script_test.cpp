@@ -60,7 +60,9 @@ TEST_F(StallSummaryScript, SaysWhatIsMissing) {
   EXPECT_NE(no_header.exit_code, 0);
   EXPECT_NE(no_header.out.find("no source-page header"), std::string::npos) << no_header.out;
   const ToolRun no_samples = run_stall_summary(
-      "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"stall_wait\"\n\"0010\",\"NOP\",\"0\",\"0\"\n", dir);
+      "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"stall_wait\"\n"
+      "\"0010\",\"NOP\",\"0\",\"0\"\n",
+      dir);
   EXPECT_NE(no_samples.exit_code, 0);
   EXPECT_NE(no_samples.out.find("no warp-state samples"), std::string::npos) << no_samples.out;
 }
