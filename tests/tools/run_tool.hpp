@@ -77,6 +77,31 @@ inline ToolRun run_lutmm(const std::vector<std::string>& args, const TempDir& sc
   return r;
 }
 
+// Runs `python3 scripts/<name> args...` of the source tree; stdout goes to ToolRun::out, stderr to ToolRun::err,
+// or into out as well with merge_stderr (files in `scratch`).
+inline ToolRun run_project_script(const std::string& name, const std::vector<std::string>& args, const TempDir& scratch,
+                                  bool merge_stderr = false) {
+  const std::filesystem::path out = scratch / "script_stdout.txt", err = scratch / "script_stderr.txt";
+  std::string cmd = "python3 " + shell_quote(std::string(LUTMM_SOURCE_DIR) + "/scripts/" + name);
+  for (const std::string& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + shell_quote(out.string()) + (merge_stderr ? " 2>&1" : " 2>" + shell_quote(err.string())) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  ToolRun r;
+  r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  if (!merge_stderr) r.err = slurp(err);
+  return r;
+}
+
+// The fixture of the scripts' tests: skips where python3 is missing; a scratch folder per test.
+class PythonScriptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  }
+  TempDir dir;
+};
+
 inline std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

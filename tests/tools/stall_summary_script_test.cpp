@@ -13,25 +13,11 @@ namespace lutmm::test {
 namespace {
 
 ToolRun run_stall_summary(const std::string& page, const TempDir& dir) {
-  const std::filesystem::path csv = dir / "page.csv", out = dir / "out.txt";
-  std::ofstream(csv) << page;
-  const std::string script = std::string(LUTMM_SOURCE_DIR) + "/scripts/stall-summary.py";
-  const std::string cmd = "python3 " + shell_quote(script) + " " + shell_quote(csv.string()) + " >" +
-                          shell_quote(out.string()) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  ToolRun r;
-  r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  return r;
+  std::ofstream(dir / "page.csv") << page;
+  return run_project_script("stall-summary.py", {(dir / "page.csv").string()}, dir, /*merge_stderr=*/true);
 }
 
-class StallSummaryScript : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  }
-  TempDir dir;
-};
+using StallSummaryScript = PythonScriptTest;
 
 TEST_F(StallSummaryScript, SumsTheSamplesOfEachOpcodeAndReason) {
   // 100 samples: two LDS rows (one predicated, with modifiers) hold 60 (wait 30, mio 20, selected 10), PRMT 30

@@ -11,26 +11,15 @@
 namespace lutmm::test {
 namespace {
 
-ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, const std::string& options = "") {
-  const std::filesystem::path log = dir / "run.txt", out = dir / "out.txt";
-  std::ofstream(log) << log_text;
-  const std::string script = std::string(LUTMM_SOURCE_DIR) + "/scripts/timeline.py";
-  const std::string cmd = "python3 " + shell_quote(script) + " --ghz 2.0 " + options + shell_quote(log.string()) + " >" +
-                          shell_quote(out.string()) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  ToolRun r;
-  r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  return r;
+ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, const std::string& option = "") {
+  std::ofstream(dir / "run.txt") << log_text;
+  std::vector<std::string> args{"--ghz", "2.0"};
+  if (!option.empty()) args.push_back(option);
+  args.push_back((dir / "run.txt").string());
+  return run_project_script("timeline.py", args, dir, /*merge_stderr=*/true);
 }
 
-class TimelineScript : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  }
-  TempDir dir;
-};
+using TimelineScript = PythonScriptTest;
 
 TEST_F(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
   // two launches of one kernel: the first block's marks at 100 ... 4000 cycles, the last block's later;
@@ -58,7 +47,7 @@ TEST_F(TimelineScript, BlocksModeSpreadsEveryBlockOfOneLaunch) {
       "TL 80 blk 0 0 0 sm 3 gt 1000 5000 cyc 100 1000 3000 3100 3500\n"
       "TL 80 blk 1 0 0 sm 4 gt 1200 6000 cyc 100 1000 4000 4100 4600\n"
       "TL 80 blk 2 0 0 sm 4 gt 1400 7000 cyc 100 1000 5000 5100 5400\n",
-      dir, "--blocks ");
+      dir, "--blocks");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("3 blocks on 2 SMs; SMs by blocks they ran: 1: 1, 2: 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("min   1.00 p10   1.00 med   1.50 p90   1.50 max   2.00"), std::string::npos) << r.out;  // loops

@@ -26,28 +26,21 @@ nlohmann::json database(std::vector<nlohmann::json> entries) {
   return {{"format_version", 1}, {"gpu", "NVIDIA H200"}, {"note", "shipped"}, {"entries", std::move(entries)}};
 }
 
-class TuningMergeScript : public ::testing::Test {
+class TuningMergeScript : public PythonScriptTest {
  protected:
-  void SetUp() override {
-    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  }
   // Writes the three inputs, runs the script; its JSON on stdout goes to `merged`, its report to `report`.
   int run(const nlohmann::json& shipped, const nlohmann::json& retuned, const std::string& ab_csv) {
     std::ofstream(dir / "shipped.json") << shipped.dump(2);
     std::ofstream(dir / "retuned.json") << retuned.dump(2);
     std::ofstream(dir / "ab.csv") << ab_csv;
-    const std::string script = std::string(LUTMM_SOURCE_DIR) + "/scripts/tuning-merge.py";
-    const std::string cmd = "python3 " + shell_quote(script) + " " + shell_quote((dir / "shipped.json").string()) +
-                            " " + shell_quote((dir / "retuned.json").string()) + " " +
-                            shell_quote((dir / "ab.csv").string()) + " --note merged >" +
-                            shell_quote((dir / "out.json").string()) + " 2>" + shell_quote((dir / "err.txt").string());
-    const int status = std::system(cmd.c_str());
-    report = slurp(dir / "err.txt");
-    const std::string out = slurp(dir / "out.json");
-    merged = out.empty() ? nlohmann::json() : nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
-    return (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+    const ToolRun r = run_project_script("tuning-merge.py",
+                                         {(dir / "shipped.json").string(), (dir / "retuned.json").string(),
+                                          (dir / "ab.csv").string(), "--note", "merged"},
+                                         dir);
+    report = r.err;
+    merged = r.out.empty() ? nlohmann::json() : nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    return r.exit_code;
   }
-  TempDir dir;
   nlohmann::json merged;
   std::string report;
 };
