@@ -121,4 +121,9 @@ class LoadedKernel {
 // compile_cached + load, memoised per (cache key, device).
 std::shared_ptr<LoadedKernel> get_kernel(const CompileRequest& r);
 
+// The driver function `symbol` as of driver ABI `abi` (cudaTypedefs.h: PFN_<symbol>_v<abi>), through cudart's
+// entry points so that nothing links libcuda; nullptr where this driver has none (or there is no driver), with
+// the reason in *why when given. Never throws.
+void* driver_entry_point(const char* symbol, unsigned int abi, std::string* why = nullptr);
+
 }  // namespace lutmm::jit

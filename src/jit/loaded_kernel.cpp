@@ -59,14 +59,9 @@ void ensure_runtime_on_this_thread() {
 
 template <typename Fn>
 void resolve(const char* symbol, Fn& fn) {
-  void* address = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &address, kDriverAbi, cudaEnableDefault, &found);
-  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || address == nullptr) {
-    cudaGetLastError();
-    throw_error(std::string("cannot resolve the CUDA driver function ") + symbol + ": " +
-                (status != cudaSuccess ? cudaGetErrorString(status) : "not found in this driver"));
-  }
+  std::string why;
+  void* const address = driver_entry_point(symbol, kDriverAbi, &why);
+  if (address == nullptr) throw_error(std::string("cannot resolve the CUDA driver function ") + symbol + ": " + why);
   fn = reinterpret_cast<Fn>(address);
 }
 
@@ -107,6 +102,16 @@ std::string describe(dim3 d) {
 }
 
 }  // namespace
+
+void* driver_entry_point(const char* symbol, unsigned int abi, std::string* why) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &address, abi, cudaEnableDefault, &found);
+  if (status == cudaSuccess && found == cudaDriverEntryPointSuccess && address != nullptr) return address;
+  cudaGetLastError();  // (not to resurface in the caller's next CUDA call)
+  if (why != nullptr) *why = status != cudaSuccess ? cudaGetErrorString(status) : "not found in this driver";
+  return nullptr;
+}
 
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char>& cubin, const std::string& kernel_name) {
   if (cubin.empty()) throw_argument_error("cubin", "a cubin or PTX image", "an empty buffer");

@@ -1,5 +1,5 @@
 // GPU properties through cudart, read once per device and kept for the process; the current context's SM
-// partition through two driver functions resolved at run time (cudart's entry points: no link to libcuda).
+// partition through two driver functions resolved at run time (jit::driver_entry_point: no link to libcuda).
 #include "lutmm/device.hpp"
 
 #include <cuda.h>  // (types only)
@@ -8,9 +8,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <utility>
 
+#include "jit/jit.hpp"
 #include "lutmm/error.hpp"
 
 namespace lutmm {
@@ -93,19 +93,9 @@ int context_sm_count() {
   };
   static const Api api = [] {
     Api a;
-    auto resolve = [](const char* symbol, int abi, auto& fn) {
-      void* address = nullptr;
-      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-      if (cudaGetDriverEntryPointByVersion(symbol, &address, abi, cudaEnableDefault, &found) != cudaSuccess ||
-          found != cudaDriverEntryPointSuccess) {
-        cudaGetLastError();
-        address = nullptr;
-      }
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
-    };
     if (device_count() == 0) return a;
-    resolve("cuCtxGetCurrent", 4000, a.get_current);
-    resolve("cuCtxGetDevResource", 12040, a.get_resource);
+    a.get_current = reinterpret_cast<decltype(a.get_current)>(jit::driver_entry_point("cuCtxGetCurrent", 4000));
+    a.get_resource = reinterpret_cast<decltype(a.get_resource)>(jit::driver_entry_point("cuCtxGetDevResource", 12040));
     return a;
   }();
   if (api.get_current == nullptr || api.get_resource == nullptr) return 0;

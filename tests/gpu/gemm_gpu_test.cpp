@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "jit/jit.hpp"
 #include "lutmm/lutmm.hpp"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/launch_choices.hpp"
@@ -461,13 +462,8 @@ TEST(GemmGpu, SpreadSplitKBlocksThatStopWaitingLeaveTheirShareToTheLastArrival) 
 // (The driver functions through cudart's entry points, as the library resolves its own: the test binary must
 // start where no driver is installed, to skip.)
 template <typename Fn>
-Fn driver_function(const char* symbol, int abi) {
-  void* address = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(symbol, &address, abi, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess)
-    address = nullptr;
-  return reinterpret_cast<Fn>(address);
+Fn driver_function(const char* symbol, unsigned int abi) {
+  return reinterpret_cast<Fn>(jit::driver_entry_point(symbol, abi));
 }
 
 TEST(GemmGpu, RunsInContextsOfTheCallersOwnAndInGreenContexts) {
