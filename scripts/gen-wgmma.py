@@ -7,7 +7,7 @@ its own asm statement; this script writes them instead of a hand-typed wall of o
 N_VALUES; the output is committed."""
 import pathlib
 
-N_VALUES = [8, 16, 32, 64, 80, 128, 256]
+N_VALUES = [8, 16, 32, 64, 80, 96, 128, 160, 192, 256]
 OUT = pathlib.Path(__file__).resolve().parent.parent / "device/lutmm/mma/wgmma_sm90_shapes.cuh"
 
 
@@ -52,7 +52,9 @@ def main() -> None:
         "// " + ", ".join(map(str, N_VALUES)) + "; accumulate = 0 overwrites d.\n"
         "#include \"lutmm/common.cuh\"\n\nnamespace lutmm::mma::detail {\n\n"
         f"LUTMM_HOST_DEVICE constexpr bool wgmma_n_supported(int n) {{ return {' || '.join(f'n == {n}' for n in N_VALUES)}; }}\n\n"
-        + function(True) + function(False) + "}  // namespace lutmm::mma::detail\n")
+        "// (the host side, kernels/gemm_sm90_config.cuh for the runtime's config checks, reads only the list above)\n"
+        "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n"
+        + function(True) + function(False) + "#endif\n\n}  // namespace lutmm::mma::detail\n")
     OUT.write_text(text)
     print(f"wrote {OUT}")
 

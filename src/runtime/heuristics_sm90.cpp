@@ -8,6 +8,7 @@
 // ones of N = 256 at every large M (1.02-1.10x), of N = 80 where that fills the SMs' waves better.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "lutmm/config.hpp"
 #include "runtime/kernel_shapes.hpp"
@@ -36,6 +37,36 @@ bool shorter_tile_fits_waves_better(const Problem& p, const DeviceInfo& dev, con
   return config_invalid_reason(low, p, dev).empty() && wave_work(p, dev, low) < 0.8 * wave_work(p, dev, tall);
 }
 
+// How much of the SMs' time a grid of tile c spends on real outputs, a block an SM at a time: M x N over the waves'
+// block slots times the tile's outputs (idle slots of the last wave and the padding of N and M both count against it).
+double useful_fill(const Problem& p, const DeviceInfo& dev, const KernelConfig& c) {
+  const int64_t sms = std::max(1, dev.sm_count);
+  const int64_t waves = (tile_count(p, c.tile_n, c.tile_m) + sms - 1) / sms;
+  return static_cast<double>(p.m) * static_cast<double>(p.n) /
+         (static_cast<double>(waves * sms) * c.tile_n * c.tile_m);
+}
+
+// A two-warpgroup tile of N = 96, 160 or 192 (128 rows) whose grid is one wave and keeps the SMs at least 1.25x as
+// busy with real outputs as tile's unsplit grid (useful_fill; the busiest of the three). Session 20's retunes
+// (docs/NOTES.md v1.24): 4096 x 640 x {640, 2560} on 128 x 160 (130 tiles) 0.77x of 256 x 128 (96 tiles, N padded to
+// 768), 4096 x 320 x {320, 1280} on 128 x 96 (129) 0.88-0.90x of 128 x 128 (96), 4608 x 640 x 2560 and 8192 x 320 x
+// 1280 on 128 x 192 (120, 129) 0.81-0.83x of 256 x 128; the same tiles in two waves lost (4096 x 640 x 2560 on 128 x
+// 96: 215 tiles, 1.13x slower than 256 x 128).
+std::optional<KernelConfig> one_wave_two_group_tile(const Problem& p, const DeviceInfo& dev, const KernelConfig& tile) {
+  std::optional<KernelConfig> best;
+  double best_fill = 1.25 * useful_fill(p, dev, tile);
+  for (const auto& [tile_m, stages] : {std::pair{192, 4}, std::pair{160, 5}, std::pair{96, 6}}) {
+    KernelConfig c = tile;
+    c.tile_n = 128; c.warps_n = 8; c.tile_m = tile_m; c.tile_k = 64; c.stages = stages;
+    const double fill = useful_fill(p, dev, c);
+    if (tile_count(p, c.tile_n, c.tile_m) <= dev.sm_count && fill >= best_fill && config_invalid_reason(c, p, dev).empty()) {
+      best = c;
+      best_fill = fill;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const DeviceInfo& dev) {
@@ -59,6 +90,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     shape(256, 128, 64, 4);
     c.lut = pair_table;
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 4)) c.tile_m = 80;
+    if (const auto one_wave = one_wave_two_group_tile(p, dev, c)) c = *one_wave;
   } else if (p.m >= 1024 && p.m < 2048 && p.n >= 768 && p.n < 1536 && p.n % 64 == 0 && p.k >= 4096) {
     // the same layers at 1024 tokens with long K: four warpgroups of N = 64 (128-deep k tiles) or N = 80, whichever
     // fills the SMs better in two splits (session 17's held-out tuning: 1024 x 1024 x 4096 on 256 x 64 in two splits
@@ -86,6 +118,7 @@ std::optional<KernelConfig> heuristic_config_sm90(const Problem& p, const Device
     shape(128, 128, 64, 5);
     c.lut = p.k <= 320 ? LutPlacement::shared : p.k <= 640 ? LutPlacement::registers : pair_table;
     if (shorter_tile_fits_waves_better(p, dev, c, 80, 6)) shape(128, 80, 64, 6);
+    if (const auto one_wave = one_wave_two_group_tile(p, dev, c)) c = *one_wave;
   } else if (p.m <= 32) {
     // 17..32 on 16M+ weights: two warpgroups of N = 32 (1.09-1.13x); where 128-row tiles exceed 1.5 per SM
     // the sm80 four-strip tile stays ahead (32 x 28672 x 8192)

@@ -70,6 +70,10 @@ const std::vector<KernelConfig>& sm90_kernel_shapes() {
       make(256, 64, 128, 3), make(256, 64, 128, 4), make(128, 64, 128, 4),
       // large M: N = 128 or 256 per wgmma
       make(128, 128, 64, 5), make(256, 128, 64, 4), make(128, 256, 64, 4),
+      // ... and N = 96, 160 or 192 where the rows of 80, 128 or 256 leave a wave of SMs partly idle or pad M by
+      // much: 4096 x 640 x 2560 runs 96 tiles of 256 x 128 (pad 640 -> 768) on 132 SMs, 130 of 128 x 160 (256 x
+      // 160 spills at the 128 registers of a 16-warp block)
+      make(128, 96, 64, 6), make(128, 160, 64, 5), make(128, 192, 64, 4),
   };
   return shapes;
 }

@@ -89,7 +89,12 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   EXPECT_EQ(pick(1024, 10240, 1280).tile_m, 128);  // (estimated 0.83 of the taller tile's waves: not enough)
   // (the 128-byte pair table from session 16 where K <= 320: 0.93-0.99x of the register table on six M = 2048 ..
   // 8192 layers; the register table stays at K = 321 .. 640: 4096 x 640 x 640 1.07x slower with the pair table)
-  EXPECT_EQ(pick(4096, 320, 320, 4, 64).name(), "sm90_n128_m128_k64_s5_w8x1_sk1_lutsmem");
+  // (session 20: in 96-row tiles where those run the grid in one wave, 129 tiles against 96 of 128 rows: 0.90x, and
+  // 4096 x 640 x 2560 in 160-row ones, 130 tiles against 96 of 256 x 128: 0.76x)
+  EXPECT_EQ(pick(4096, 320, 320, 4, 64).name(), "sm90_n128_m96_k64_s6_w8x1_sk1_lutsmem");
+  EXPECT_EQ(pick(4096, 640, 2560).name(), "sm90_n128_m160_k64_s5_w8x1_sk1_lutsmem256");
+  EXPECT_EQ(pick(4608, 640, 2560).name(), "sm90_n128_m192_k64_s4_w8x1_sk1_lutsmem256");  // (0.83x; m160: two waves)
+  EXPECT_EQ(pick(8192, 320, 1280).tile_m, 192);  // (0.81x of 256 x 128)
   EXPECT_EQ(pick(4096, 640, 640).lut, LutPlacement::registers);
   EXPECT_EQ(pick(1024, 640, 2560).name(), "sm90_n128_m80_k64_s6_w8x1_sk2_lutsmem256");
   EXPECT_EQ(pick(333, 1536, 1536).name(), "sm90_n128_m32_k128_s4_w8x1_sk1_lutsmem256");
@@ -219,7 +224,8 @@ TEST(Heuristic, FollowsTheMeasuredChoicesOnTheH200) {
   // 31.5 us, 4096 x 1024 x 4096 123.9 -> 59.9, 2048 x 1024 x 4096 62.7 -> 35.7), not at M = 1024 (level) nor where K <= 640 (the register
   // table's rule above)
   EXPECT_EQ(pick(4096, 1152, 1152).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
-  EXPECT_EQ(pick(4608, 640, 2560).name(), "sm90_n256_m128_k64_s4_w16x1_sk1_lutsmem256");
+  // (4608 x 640 x 2560: 128 x 192 tiles since session 20, one wave of 120 tiles, 0.83x of 256 x 128: the "one wave"
+  // pin further up)
   EXPECT_EQ(pick(2048, 1280, 768).name(), "sm90_n256_m80_k64_s4_w16x1_sk1_lutsmem256");
   EXPECT_EQ(pick(1024, 1152, 1152).tile_n, 128);
   EXPECT_EQ(pick(2048, 640, 2560).tile_n, 128);  // (640 rows pad 256-row tiles by a sixth: 1.15x slower at M = 2048)

@@ -6,6 +6,7 @@
 // and a stage is [x: kTileK / 64 blocks of kTileM rows x 128 bytes, the wgmma B layout][W][scales], padded
 // to a multiple of 1024 bytes so every stage's x starts on a swizzle atom (pipeline/stage_layout.cuh).
 #include "lutmm/kernels/gemm_sm80_config.cuh"
+#include "lutmm/mma/wgmma_sm90_shapes.cuh"
 
 namespace lutmm {
 
@@ -24,10 +25,8 @@ LUTMM_HOST_DEVICE constexpr int sm90_shared_bytes(int bits, int group, int tile_
   return (lut_row_bytes == 128 ? sm80_lut_bytes(bits, lut_row_bytes) : 0) +
          sm90_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages, lut_row_bytes);
 }
-// wgmma's N (the tile's x rows) values that mma/wgmma_sm90_shapes.cuh provides.
-LUTMM_HOST_DEVICE constexpr bool sm90_tile_m_supported(int tile_m) {
-  return tile_m == 8 || tile_m == 16 || tile_m == 32 || tile_m == 64 || tile_m == 80 || tile_m == 128 || tile_m == 256;
-}
+// wgmma's N (the tile's x rows): the values mma/wgmma_sm90_shapes.cuh provides (scripts/gen-wgmma.py).
+LUTMM_HOST_DEVICE constexpr bool sm90_tile_m_supported(int tile_m) { return mma::detail::wgmma_n_supported(tile_m); }
 
 // kWarpsN warps, in warpgroups of four; warp w owns the 16-row strip w of the tile (warpgroup g's wgmma
 // covers rows 64g .. 64g + 63) and every one of the tile's kTileM x rows. The members the shared pipeline,
