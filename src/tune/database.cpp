@@ -298,6 +298,18 @@ void ensure_table(const DeviceInfo& dev) {
   s.tables.push_back(std::move(t));
 }
 
+// Whether an entry measured at M = `measured` serves a call at M = m of its bucket: not where the call needs more
+// rows of tiles than the measurement ran and pads over a quarter more of them (a 96-row tile tuned at M = 96 runs two
+// rows at M = 128, the second a third full: docs/TUNING.md). Large M, whose rows of tiles grow with it, passes.
+bool serves_m(const KernelConfig& c, int64_t measured, int64_t m) {
+  if (measured < 1 || c.tile_m < 1) return true;
+  const int64_t rows = (m + c.tile_m - 1) / c.tile_m, measured_rows = (measured + c.tile_m - 1) / c.tile_m;
+  if (rows <= measured_rows) return true;
+  const double padding = static_cast<double>(rows * c.tile_m) / static_cast<double>(m) - 1.0;
+  const double measured_padding = static_cast<double>(measured_rows * c.tile_m) / static_cast<double>(measured) - 1.0;
+  return padding <= measured_padding + 0.25;
+}
+
 }  // namespace
 
 std::optional<KernelConfig> lookup_config(const Problem& p, const DeviceInfo& dev) {
@@ -308,7 +320,7 @@ std::optional<KernelConfig> lookup_config(const Problem& p, const DeviceInfo& de
       std::shared_lock lock(s.mutex);
       if (const DeviceTable* t = find_table(s, dev)) {
         const auto it = t->slots.find(key);
-        if (it == t->slots.end()) return std::nullopt;
+        if (it == t->slots.end() || !serves_m(it->second.config, it->second.entry.m, p.m)) return std::nullopt;
         return it->second.config;
       }
     }
@@ -347,7 +359,7 @@ std::optional<KernelConfig> lookup_similar_config(const Problem& p, const Device
   const int64_t bucket = m_bucket(p.m);
   for (const auto& [group, dtype] : similar_keys(p)) {
     const auto it = t->slots.find(problem_key(p.n, p.k, bucket, group, p.bits, dtype));
-    if (it == t->slots.end()) continue;
+    if (it == t->slots.end() || !serves_m(it->second.config, it->second.entry.m, p.m)) continue;
     if (!config_invalid_reason(it->second.config, p, dev).empty()) continue;  // (e.g. a k tile the group does not fit)
     return it->second.config;
   }

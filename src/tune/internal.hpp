@@ -66,7 +66,8 @@ void replace_shipped_files(std::optional<std::vector<std::pair<std::string, std:
 
 // ---- the in-memory tables (database.cpp) ----
 // The stored config for p on dev, or nullopt: the fast path of every gemm() call (a hash lookup under a
-// shared lock once the device's table is loaded).
+// shared lock once the device's table is loaded). An entry whose tile rows were fitted to a smaller M of the
+// bucket than p's (docs/TUNING.md, "M bucket") does not count.
 std::optional<KernelConfig> lookup_config(const Problem& p, const DeviceInfo& dev);
 // Where p's own key has no entry: the stored config of the same shape (N, K, M bucket, bits) with another group
 // size or activation type, valid for p, nearest group first (docs/TUNING.md, "Keys without an entry"). The kernels

@@ -110,6 +110,40 @@ TEST(TuningDatabase, RoundTripThroughAHumanReadableFile) {
   EXPECT_EQ(choose_config(p, dev, nullptr, nullptr).name(), e.config);
 }
 
+// An entry serves the M of its bucket that its tile rows fit: a tile of 96 x rows tuned at M = 96 is not used at
+// M = 97..128 (two rows of tiles, the second at most a third full), neither as the key's own entry nor as a similar
+// key's; at large M the rows grow with M and the padding stays small.
+TEST(TuningDatabase, AnEntryServesTheMsOfItsBucketThatItsTileRowsFit) {
+  TuningSandbox sandbox(TuneMode::offline);
+  const DeviceInfo dev = described_h200();
+  const char* rows96 = "sm90_n128_m96_k64_s6_w8x1_sk1_lutsmem256";
+  store_tuning(make_entry(make_problem(96, 4096, 4096), dev, rows96));
+  auto choice = [&](const Problem& q) {
+    ConfigSource source = ConfigSource::forced;
+    const std::string name = choose_config(q, dev, nullptr, &source).name();
+    return std::pair{name, source};
+  };
+  for (int64_t m : {65, 80, 96})
+    EXPECT_EQ(choice(make_problem(m, 4096, 4096)), std::pair(std::string(rows96), ConfigSource::database)) << m;
+  for (int64_t m : {97, 110, 128}) {
+    const Problem q = make_problem(m, 4096, 4096);
+    EXPECT_EQ(choice(q), std::pair(heuristic_config(q, dev).name(), ConfigSource::heuristic)) << m;
+    const Problem other_group = make_problem(m, 4096, 4096, 4, 64);  // (the similar-key path)
+    EXPECT_EQ(choice(other_group), std::pair(heuristic_config(other_group, dev).name(), ConfigSource::heuristic)) << m;
+  }
+  EXPECT_EQ(choice(make_problem(90, 4096, 4096, 4, 64)), std::pair(std::string(rows96), ConfigSource::similar));
+  // 80-row tiles tuned at M = 77 still serve M = 128 (two full rows: no more padding than a quarter), not M = 100.
+  const char* rows80 = "sm90_n128_m80_k64_s6_w8x1_sk1_lutsmem";
+  store_tuning(make_entry(make_problem(77, 1280, 2048), dev, rows80));
+  EXPECT_EQ(choice(make_problem(128, 1280, 2048)).first, rows80);
+  EXPECT_NE(choice(make_problem(100, 1280, 2048)).first, rows80);
+  // Large M: 192-row tiles tuned at M = 4608 serve the bucket up to 8192.
+  const char* rows192 = "sm90_n128_m192_k64_s4_w8x1_sk1_lutsmem256";
+  store_tuning(make_entry(make_problem(4608, 640, 2560), dev, rows192));
+  for (int64_t m : {4097, 5000, 8192})
+    EXPECT_EQ(choice(make_problem(m, 640, 2560)), std::pair(std::string(rows192), ConfigSource::database)) << m;
+}
+
 TEST(TuningDatabase, ModesDecideWhetherItIsRead) {
   TuningSandbox sandbox(TuneMode::offline);
   const DeviceInfo dev = described_h200();
