@@ -302,7 +302,7 @@ void ensure_table(const DeviceInfo& dev) {
 // rows of tiles than the measurement ran and pads over a quarter more of them (a 96-row tile tuned at M = 96 runs two
 // rows at M = 128, the second a third full: docs/TUNING.md). Large M, whose rows of tiles grow with it, passes.
 bool serves_m(const KernelConfig& c, int64_t measured, int64_t m) {
-  if (measured < 1 || c.tile_m < 1) return true;
+  if (m <= measured || measured < 1 || c.tile_m < 1) return true;  // (the common case: the tuned M or below)
   const int64_t rows = (m + c.tile_m - 1) / c.tile_m, measured_rows = (measured + c.tile_m - 1) / c.tile_m;
   if (rows <= measured_rows) return true;
   const double padding = static_cast<double>(rows * c.tile_m) / static_cast<double>(m) - 1.0;
