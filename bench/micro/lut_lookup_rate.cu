@@ -1,10 +1,10 @@
-// The decode main loop's compute alone, at the rate an SM runs it: each warp dequantizes two 16-row strips of a
-// 256-deep k tile from packed 4-bit words with the kernels' own lookup-table dequantizer (lut/lut_dequant.cuh),
+// The decode main loop's compute alone, at the rate an SM runs it: each warp dequantizes 16-row strips (two, as the
+// kernels do; one to four in the variants) of a 256-deep k tile from packed 4-bit words with the kernels' own lookup-table dequantizer (lut/lut_dequant.cuh),
 // multiplies them with x fragments read by ldmatrix (M = 1..8: one n8 block) and folds each 128-wide group's
 // partial sums with its scale, exactly the sequence of sm80_n128_m8_k256 (kernels/gemm_sm80.cuh), but with the
 // W words, x and scales resident in shared memory: no copies, no barriers, no global memory. It says how fast
 // the lookup chain (PRMT -> LDS -> HMMA) can go at all, in W bytes per second, against the ~4.5 TB/s the H200
-// reads: docs/NOTES.md v1.23 (the decode kernels run 121 MB in 29.4 us with their copies off, ~4.1 TB/s).
+// reads: docs/NOTES.md v1.23-v1.24 (the decode kernels run 121 MB in 29.4 us with their copies off, ~4.1 TB/s).
 // Variants: the table with 256-byte rows (one PRMT per address) or 128-byte rows (shift and mask), the register
 // table, warps of one block split between the two, the lookups without the MMAs, the MMAs without the lookups;
 // 4, 8 or 16 warps a block, one or two blocks an SM.
