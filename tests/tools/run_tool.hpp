@@ -77,12 +77,15 @@ inline ToolRun run_lutmm(const std::vector<std::string>& args, const TempDir& sc
   return r;
 }
 
-// Runs `python3 scripts/<name> args...` of the source tree; stdout goes to ToolRun::out, stderr to ToolRun::err,
-// or into out as well with merge_stderr (files in `scratch`).
+// Runs `python3 scripts/<name> args...` (a .py script) or `bash scripts/<name> args...` of the source tree; stdout
+// goes to ToolRun::out, stderr to ToolRun::err, or into out as well with merge_stderr (files in `scratch`).
+// `environment` ("NAME=value ...", shell-quoted by the caller) precedes the command.
 inline ToolRun run_project_script(const std::string& name, const std::vector<std::string>& args, const TempDir& scratch,
-                                  bool merge_stderr = false) {
+                                  bool merge_stderr = false, const std::string& environment = "") {
   const std::filesystem::path out = scratch / "script_stdout.txt", err = scratch / "script_stderr.txt";
-  std::string cmd = "python3 " + shell_quote(std::string(LUTMM_SOURCE_DIR) + "/scripts/" + name);
+  const bool python = name.size() > 3 && name.compare(name.size() - 3, 3, ".py") == 0;
+  std::string cmd = environment + (environment.empty() ? "" : " ") + (python ? "python3 " : "bash ") +
+                    shell_quote(std::string(LUTMM_SOURCE_DIR) + "/scripts/" + name);
   for (const std::string& a : args) cmd += " " + shell_quote(a);
   cmd += " >" + shell_quote(out.string()) + (merge_stderr ? " 2>&1" : " 2>" + shell_quote(err.string())) + " </dev/null";
   const int status = std::system(cmd.c_str());
