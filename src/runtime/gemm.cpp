@@ -369,6 +369,9 @@ bool cluster_split_k(const Problem& p, const KernelConfig& c, const DeviceInfo& 
 //    memory (room for one of the smallest blocks at most): the next kernel's blocks enter SMs mostly as
 //    this grid's blocks leave them, and their W copies overlap this grid's tail (1x8192x28672: 36.2 -> 35.4
 //    us, 16x14336x4096 16.7 -> 16.3, 1x8192x8192 14.1 -> 13.9);
+//  * a decode grid (one row of tiles of at most 16 x rows) that takes >= 80% of the slots, whatever room
+//    its blocks leave (1..8 x 4096 x 4096, 256 blocks of 90 KB: 0.977-0.981x; none of 55 decode and small
+//    diffusion shapes slower, v1.25). Without the tile condition the M > 16 shapes came out mixed (0.96-1.06x);
 //  * a grid without clusters on at most a quarter of the SMs: the next kernel's blocks get idle SMs
 //    (2x1536x256: 2.22 -> 1.83 us).
 // Mid-sized grids lost up to 2.4x (77x1280x768 3.9 -> 9.0 us) and stay late (docs/NOTES.md, v1.12).
@@ -378,8 +381,10 @@ bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Proble
   if (!clusters && 4 * blocks <= dev.sm_count) return true;
   const int resident = kernel.kernel->max_active_blocks_per_sm(c.threads(), kernel.shared_bytes);
   const int64_t slots = static_cast<int64_t>(resident) * dev.sm_count;
-  return resident > 0 && 5 * blocks >= 4 * slots && dev.smem_per_sm > 0 &&
-         resident * static_cast<int64_t>(config_sm_shared_bytes(c, p)) > dev.smem_per_sm - 40 * 1024;
+  if (resident <= 0 || 5 * blocks < 4 * slots) return false;
+  const bool decode_grid = c.tile_m <= 16 && p.m <= c.tile_m;
+  return decode_grid || (dev.smem_per_sm > 0 &&
+                         resident * static_cast<int64_t>(config_sm_shared_bytes(c, p)) > dev.smem_per_sm - 40 * 1024);
 }
 
 bool one_wave(const DeviceInfo& dev, const KernelConfig& c, const ReadyKernel& kernel, int64_t blocks) {

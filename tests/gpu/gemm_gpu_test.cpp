@@ -254,8 +254,9 @@ TEST(GemmGpu, EarlyDependentLaunchesKeepChainedLayersCorrect) {
   if (current_device_info().arch() < 90) GTEST_SKIP() << "programmatic dependent launch needs sm_90+";
   LayerChain chain(3, {1024, 8192, 1024, 256, 1024});
   ASSERT_NO_FATAL_FAILURE(chain.allocate());
-  const char* configs[] = {"sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256", nullptr, "sm80_n64_m8_k256_s3_w4x1_sk1_lutreg",
-                           nullptr};
+  // (layer 1: 16 tiles in four splits, 64 blocks: mid-sized)
+  const char* configs[] = {"sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256", "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256",
+                           "sm80_n64_m8_k256_s3_w4x1_sk1_lutreg", nullptr};
   std::vector<GemmOptions> options(chain.layers());
   int early = 0;
   for (int i = 0; i < chain.layers(); ++i) {
