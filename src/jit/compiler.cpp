@@ -83,6 +83,9 @@ std::string text_after(std::string_view line, std::string_view marker) {
 //   ptxas         .     256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : Used 30 registers, used 0 barriers, 256 bytes cumulative stack size, 360 bytes cmem[0]
 // (with ", 1024 bytes smem" after the barriers when the kernel has static shared memory)
+// and, for sm_90a code whose wgmma pipeline it could not keep (before the function's own lines),
+//   ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
+//                   ... in the function 'kern'
 // Returns the entries' resources by name; non-entry functions (noinline device functions) are dropped.
 std::map<std::string, KernelResources> parse_entries(const std::string& log) {
   std::map<std::string, KernelResources> all;
@@ -96,7 +99,15 @@ std::map<std::string, KernelResources> parse_entries(const std::string& log) {
     pos = end + 1;
     static constexpr std::string_view kEntry = "Compiling entry function '";
     static constexpr std::string_view kProperties = "Function properties for ";
-    if (const size_t at = line.find(kEntry); at != std::string_view::npos) {
+    static constexpr std::string_view kSerialized = "wgmma.mma_async instructions are serialized";
+    static constexpr std::string_view kInFunction = "in the function '";
+    if (line.find(kSerialized) != std::string_view::npos) {
+      if (const size_t at = line.rfind(kInFunction); at != std::string_view::npos) {
+        const size_t begin = at + kInFunction.size();
+        const size_t close = line.find('\'', begin);
+        if (close != std::string_view::npos) all[std::string(line.substr(begin, close - begin))].wgmma_serialized = true;
+      }
+    } else if (const size_t at = line.find(kEntry); at != std::string_view::npos) {
       const size_t begin = at + kEntry.size();
       const size_t close = line.find('\'', begin);
       if (close == std::string_view::npos) continue;
@@ -137,6 +148,7 @@ KernelResources parse_ptxas_report(const std::string& log) {
     out.spill_load_bytes = std::max(out.spill_load_bytes, r.spill_load_bytes);
     out.stack_frame_bytes = std::max(out.stack_frame_bytes, r.stack_frame_bytes);
     out.static_shared_bytes = std::max(out.static_shared_bytes, r.static_shared_bytes);
+    out.wgmma_serialized = out.wgmma_serialized || r.wgmma_serialized;
   }
   return out;
 }
@@ -327,6 +339,10 @@ CompiledKernel compile(const CompileRequest& r) {
   if (!is_ptx && out.resources.registers < 0)
     detail::warn_once("no-ptxas-report", "NVRTC returned no ptxas report for kernel '" + r.kernel_name + "' (" +
                                              target + "): its registers and spills are unknown");
+  if (out.resources.wgmma_serialized)
+    detail::warn_once("wgmma-serialized:" + r.kernel_name + ":" + target,
+                      "ptxas serialized the wgmmas of kernel '" + r.kernel_name + "' (" + target +
+                          "): it runs, but waits for each before the next (the NVRTC log says why)");
   out.log = std::move(log);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -26,6 +26,9 @@ struct KernelResources {
   int spill_load_bytes = -1;
   int stack_frame_bytes = -1;
   int static_shared_bytes = -1;  // "N bytes smem" of ptxas' report (0 when it names none); -1 when not reported
+  // ptxas' advisory "(C75xx) Potential Performance Loss: wgmma.mma_async instructions are serialized ..." for
+  // this function: it then waits for every wgmma before the next (~20% slower at M = 64, docs/NOTES.md v1.26)
+  bool wgmma_serialized = false;
 };
 
 struct CompiledKernel {

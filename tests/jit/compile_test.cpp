@@ -285,6 +285,30 @@ TEST(PtxasReport, ParsesEveryEntry) {
   EXPECT_EQ(none.stack_frame_bytes, -1);
 }
 
+TEST(PtxasReport, SeesSerializedWgmmas) {
+  // NVRTC 13.0's log of an sm90 GEMM whose A registers were written between two wgmmas of its pipeline
+  // (session 22: the k tile's copies issued after its first wgmma); the advisory precedes the entry's lines.
+  const std::string log =
+      "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+      "wgmma instructions defining input registers of a wgmma between start and end of the pipeline stage in the "
+      "function 'lutmm_gemm_sm90'\n"
+      "ptxas info    : 279 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'lutmm_gemm_sm90' for 'sm_90a'\n"
+      "ptxas info    : Function properties for lutmm_gemm_sm90\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 118 registers, used 1 barriers\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+      "ptxas info    : Function properties for other\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 8 registers, used 0 barriers\n";
+  const KernelResources gemm = parse_ptxas_report(log, "lutmm_gemm_sm90");
+  EXPECT_TRUE(gemm.wgmma_serialized);
+  EXPECT_EQ(gemm.registers, 118);
+  EXPECT_FALSE(parse_ptxas_report(log, "other").wgmma_serialized);
+  EXPECT_TRUE(parse_ptxas_report(log).wgmma_serialized);
+  EXPECT_FALSE(parse_ptxas_report("").wgmma_serialized);
+}
+
 TEST(PtxasReport, SeesTheStackFrameOfARealCompile) {
   // A large, dynamically indexed local array under a register cap goes to local memory.
   CompileRequest r = scale_request(80);

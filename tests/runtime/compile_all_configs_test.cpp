@@ -94,6 +94,7 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
         if (k.resources.stack_frame_bytes != 0)
           failures.push_back(fmt::format("{}: {} bytes stack frame", what, k.resources.stack_frame_bytes));
         if (k.resources.registers <= 0) failures.push_back(what + ": no register count in the ptxas report");
+        if (k.resources.wgmma_serialized) failures.push_back(what + ": ptxas serialized its wgmmas (C7513-like advisory)");
         // Static shared memory is the 128-byte-row pair table alone (plus the 1 KB that sm_90 compilers
         // reserve in it, which the runtime's residency counts per block): anything else is shared memory
         // the launch and the residency arithmetic do not know of.
