@@ -1,6 +1,7 @@
 // CI has no GPU, but NVRTC needs none: every kernel the sm80 family offers is compiled here for sm_80 and
 // sm_90a, for every bit width, and must come out without register spills or a stack frame (local memory
-// in the main loop would cost more than any tile choice gains). Runs the compiles on all cores.
+// in the main loop would cost more than any tile choice gains), and the sm90 family without ptxas serializing
+// its wgmmas (1.2x slower at M = 64, docs/NOTES.md v1.26). Runs the compiles on all cores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
