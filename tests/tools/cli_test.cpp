@@ -492,6 +492,26 @@ TEST_F(LutmmTool, GpuCommandsWithoutAGpuFailCleanly) {
   EXPECT_FALSE(fs::exists(dir_ / "b.csv"));
 }
 
+TEST_F(LutmmTool, VerifyChecksEveryProblemBeforeAnyGpuWork) {
+  // A group lutmm has no kernels for: the argument's error, on any machine (no GPU message, no row printed).
+  const ToolRun r = run({"verify", "--shapes", "diffusion", "--group", "48"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_CONTAINS(r.err, "'group'");
+  EXPECT_CONTAINS(r.err, "48");
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+}
+
+TEST_F(LutmmTool, VerifyRunsTheGroupBenchRunsForEachK) {
+  // The shape sets' K = 320 layers: --group 128 (the default) does not divide K, so the problem runs at G = 64,
+  // as in `lutmm bench` (session 22 found `verify --shapes diffusion` stopping there with a group error).
+  if (device_count() == 0) GTEST_SKIP() << "no GPU";
+  const ToolRun r = run({"verify", "--shape", "2,1280,320", "--shape", "3,256,512"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_CONTAINS(r.out, "M=2 N=1280 K=320 b4 g64 bf16");
+  EXPECT_CONTAINS(r.out, "M=3 N=256 K=512 b4 g128 bf16");
+  EXPECT_CONTAINS(r.out, "all 2 passed");
+}
+
 TEST_F(LutmmTool, VerifyNeedsAShape) {
   const ToolRun r = run({"verify"});
   EXPECT_EQ(r.exit_code, 2) << describe(r);

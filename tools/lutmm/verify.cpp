@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli.hpp"
+#include "metrics.hpp"
 #include "verify.hpp"
 
 namespace lutmm::cli {
@@ -33,29 +34,32 @@ int run_verify(const VerifyArgs& a) {
   std::optional<KernelConfig> config;
   if (!a.config.empty()) config = KernelConfig::parse(a.config);
 
-  int failed = 0;
+  // Every problem first, so a bad argument stops the command before any GPU work. The group is the one `lutmm
+  // bench` runs for the shape's K (--group where it divides K, else 64, else K: the shape sets' K = 320 layers
+  // run at G = 64).
+  std::vector<bench::VerifyCase> cases;
   for (const Shape& s : shapes) {
     bench::VerifyCase c;
-    c.problem.m = s.m;
-    c.problem.n = s.n;
-    c.problem.k = s.k;
-    c.problem.bits = a.bits;
-    c.problem.group_size = a.group == 0 ? static_cast<int>(s.k) : a.group;
-    c.problem.dtype = parse_dtype(a.dtype);
+    c.problem = Problem::of(s.m, s.n, s.k, a.bits, bench::choose_group(s.k, a.group), parse_dtype(a.dtype));
+    check_problem(c.problem);
     c.config = config;
     c.seed = a.seed;
     c.with_bias = a.bias;
     c.problem.has_bias = a.bias;  // only for the printed label: with_bias decides
     c.table = a.table == "nf" ? bench::TableKind::nf : bench::TableKind::random;
+    cases.push_back(c);
+  }
+  int failed = 0;
+  for (const bench::VerifyCase& c : cases) {
     const bench::VerifyResult r = bench::verify_gemm(c);
     fmt::print("{}: {}\n", c.problem.str(), r.str());
     failed += r.passed ? 0 : 1;
   }
   if (failed > 0) {
-    fmt::print(stderr, "lutmm verify: {} of {} problem{} FAILED\n", failed, shapes.size(), shapes.size() == 1 ? "" : "s");
+    fmt::print(stderr, "lutmm verify: {} of {} problem{} FAILED\n", failed, cases.size(), cases.size() == 1 ? "" : "s");
     return 1;
   }
-  fmt::print("all {} passed\n", shapes.size());
+  fmt::print("all {} passed\n", cases.size());
   return 0;
 }
 
@@ -67,7 +71,9 @@ Command add_verify(CLI::App& parent) {
   app->add_option("--shape", a->shapes, "A problem M,N,K (repeatable)")->check(shape_validator());
   app->add_option("--shapes", a->shape_set, "Every shape of a set: diffusion, llm or a file");
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
-  app->add_option("--group", a->group, "Weights per scale along K (0: one scale per row)")->capture_default_str();
+  app->add_option("--group", a->group,
+                  "Weights per scale along K (0: one scale per row); where it does not divide K: 64, else K, as bench does")
+      ->capture_default_str();
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_option("--config", a->config, "Force a kernel config, e.g. sm80_n64_m16_k128_s4_w4x1_sk1_lutsmem");
   app->add_option("--seed", a->seed, "Seed of the random inputs")->capture_default_str();
