@@ -369,6 +369,16 @@ TEST_F(LutmmTool, ConfigsForAWhatIfH200MarksOneChoice) {
   EXPECT_EQ(marked, 1) << r.out;
 }
 
+TEST_F(LutmmTool, ConfigsTakeTheGroupBenchRunsForK) {
+  // K = 320 (a diffusion layer): the default --group 128 does not divide it, so the problem is G = 64, as in bench.
+  ToolRun r = run({"configs", "--shape", "2,1280,320", "--arch", "90"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_CONTAINS(r.out, "problem: M=2 N=1280 K=320 b4 g64 bf16");
+  r = run({"configs", "--shape", "2,1280,320", "--arch", "90", "--group", "0"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_CONTAINS(r.out, "K=320 b4 g320 bf16");
+}
+
 TEST_F(LutmmTool, ConfigsBadArguments) {
   ToolRun r = run({"configs", "--shape", "77,1280", "--arch", "90"});
   EXPECT_EQ(r.exit_code, 2) << describe(r);
@@ -388,7 +398,7 @@ TEST_F(LutmmTool, ConfigsBadArguments) {
 
   r = run({"configs", "--shape", "77,1280,768", "--arch", "90", "--group", "48"});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
-  EXPECT_CONTAINS(r.err, "'group_size'");
+  EXPECT_CONTAINS(r.err, "'group'");
 
   r = run({"configs", "--shape", "77,1280,768", "--arch", "90", "--dtype", "fp8"});
   EXPECT_EQ(r.exit_code, 2) << describe(r);

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli.hpp"
+#include "metrics.hpp"  // bench/metrics.hpp
 #include "tune_cmd.hpp"
 
 namespace lutmm::cli {
@@ -29,7 +30,7 @@ int run_configs(const ConfigsArgs& a) {
   p.n = s.n;
   p.k = s.k;
   p.bits = a.bits;
-  p.group_size = a.group == 0 ? static_cast<int>(s.k) : a.group;
+  p.group_size = bench::choose_group(s.k, a.group);  // (as bench: 64 where --group does not divide K, else K)
   p.dtype = parse_dtype(a.dtype);
   p.has_bias = a.bias;
   check_problem(p);
@@ -87,7 +88,9 @@ Command add_configs(CLI::App& parent) {
       ->required()
       ->check(shape_validator());
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
-  app->add_option("--group", a->group, "Weights per scale along K (0: one scale per row)")->capture_default_str();
+  app->add_option("--group", a->group,
+                  "Weights per scale along K (0: one scale per row); where it does not divide K: 64, else K, as bench does")
+      ->capture_default_str();
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_flag("--bias", a->bias, "The problem adds a bias");
   app->add_option("--arch", a->arch,
