@@ -6,7 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli.hpp"
-#include "metrics.hpp"
+#include "metrics.hpp"  // bench/metrics.hpp
 #include "verify.hpp"
 
 namespace lutmm::cli {
