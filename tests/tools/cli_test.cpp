@@ -397,8 +397,8 @@ TEST_F(LutmmTool, ConfigsBadArguments) {
   EXPECT_CONTAINS(r.err, "--shape");
 
   r = run({"configs", "--shape", "77,1280,768", "--arch", "90", "--group", "48"});
-  EXPECT_EQ(r.exit_code, 1) << describe(r);
-  EXPECT_CONTAINS(r.err, "'group'");
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_CONTAINS(r.err, "--group");
 
   r = run({"configs", "--shape", "77,1280,768", "--arch", "90", "--dtype", "fp8"});
   EXPECT_EQ(r.exit_code, 2) << describe(r);
@@ -503,12 +503,18 @@ TEST_F(LutmmTool, GpuCommandsWithoutAGpuFailCleanly) {
 }
 
 TEST_F(LutmmTool, VerifyChecksEveryProblemBeforeAnyGpuWork) {
-  // A group lutmm has no kernels for: the argument's error, on any machine (no GPU message, no row printed).
-  const ToolRun r = run({"verify", "--shapes", "diffusion", "--group", "48"});
+  // The second problem's K is no multiple of 16: its argument's error, on any machine (no GPU message, and the
+  // valid first problem is not run).
+  ToolRun r = run({"verify", "--shape", "2,1280,1280", "--shape", "2,1280,328"});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
-  EXPECT_CONTAINS(r.err, "'group'");
-  EXPECT_CONTAINS(r.err, "48");
+  EXPECT_CONTAINS(r.err, "'k'");
+  EXPECT_CONTAINS(r.err, "328");
+  EXPECT_EQ(r.err.find("no CUDA device"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+  // A group lutmm has no kernels for: a usage error naming the option.
+  r = run({"verify", "--shapes", "diffusion", "--group", "48"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_CONTAINS(r.err, "--group");
 }
 
 TEST_F(LutmmTool, VerifyRunsTheGroupBenchRunsForEachK) {

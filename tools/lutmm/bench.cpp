@@ -40,9 +40,7 @@ Command add_bench(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("bench", "Time lutmm::gemm against dense cuBLAS and the physical floor");
   app->add_option("--shapes", a->shapes, "diffusion, llm or a file of 'M N K' lines")->required();
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
-  app->add_option("--group", a->group, "Weights per scale along K: 32, 64, 128, 256, or 0 for one per row")
-      ->check(CLI::IsMember({0, 32, 64, 128, 256}))
-      ->capture_default_str();
+  add_group_option(app, a->group);
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_option("--config", a->config, "Force one kernel config for every shape");
   app->add_option("--csv", a->csv, "Write the results as CSV to this file");

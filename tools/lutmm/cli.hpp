@@ -45,6 +45,10 @@ Shape parse_shape_arg(std::string_view text, std::string_view option);
 CLI::Validator shape_validator();
 // A CLI11 check that accepts what lutmm::parse_dtype accepts.
 CLI::Validator dtype_validator();
+// --group of the commands that take a problem per shape (bench, precompile, tune, verify, configs): 0, 32, 64, 128
+// or 256 into `group`, which each command resolves per K with bench::choose_group (64 where it does not divide K,
+// else K), so that every command runs the shape sets' K = 320 layers at the group bench does.
+CLI::Option* add_group_option(CLI::App* app, int& group);
 
 // An invented but realistic DeviceInfo for a compute capability (80 A100, 86 RTX 3090, 89 L40S, 90 H200,
 // 100 B200, 120 RTX 5090): what `configs --arch` and `precompile --arch` plan against without a GPU.

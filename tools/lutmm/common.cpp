@@ -50,6 +50,14 @@ CLI::Validator shape_validator() {
       "M,N,K", "shape");
 }
 
+CLI::Option* add_group_option(CLI::App* app, int& group) {
+  return app
+      ->add_option("--group", group,
+                   "Weights per scale along K (0: one per row); for a K it does not divide: 64, else K")
+      ->check(CLI::IsMember({0, 32, 64, 128, 256}))
+      ->capture_default_str();
+}
+
 CLI::Validator dtype_validator() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -88,9 +88,7 @@ Command add_configs(CLI::App& parent) {
       ->required()
       ->check(shape_validator());
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
-  app->add_option("--group", a->group,
-                  "Weights per scale along K (0: one scale per row); where it does not divide K: 64, else K, as bench does")
-      ->capture_default_str();
+  add_group_option(app, a->group);
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_flag("--bias", a->bias, "The problem adds a bias");
   app->add_option("--arch", a->arch,

@@ -157,10 +157,7 @@ Command add_precompile(CLI::App& parent) {
       ->delimiter(',')
       ->check(CLI::IsMember({2, 3, 4}))
       ->capture_default_str();
-  app->add_option("--group", a->group,
-                  "Weights per scale along K (0: one per row); where it does not divide K: 64, else K, as bench does")
-      ->check(CLI::IsMember({0, 32, 64, 128, 256}))
-      ->capture_default_str();
+  add_group_option(app, a->group);
   app->add_option("--dtype", a->dtypes, "Activation types, comma-separated: bf16, fp16")
       ->delimiter(',')
       ->check(dtype_validator())

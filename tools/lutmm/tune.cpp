@@ -189,10 +189,7 @@ Command add_tune(CLI::App& parent) {
       "tune", "Time the kernel configs of each shape on this GPU and store the fastest (docs/TUNING.md)");
   app->add_option("--shapes", a->shapes, "diffusion, llm or a file of 'M N K' lines");
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
-  app->add_option("--group", a->group,
-                  "Weights per scale along K (0: one per row); where it does not divide K: 64, else K, as bench does")
-      ->check(CLI::IsMember({0, 32, 64, 128, 256}))
-      ->capture_default_str();
+  add_group_option(app, a->group);
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_option("--budget-ms", a->budget_ms, "Measuring time per key (JIT compiles are extra)")
       ->check(CLI::Range(1.0, 600000.0))

@@ -71,9 +71,7 @@ Command add_verify(CLI::App& parent) {
   app->add_option("--shape", a->shapes, "A problem M,N,K (repeatable)")->check(shape_validator());
   app->add_option("--shapes", a->shape_set, "Every shape of a set: diffusion, llm or a file");
   app->add_option("--bits", a->bits, "Bits per weight code")->check(CLI::IsMember({2, 3, 4}))->capture_default_str();
-  app->add_option("--group", a->group,
-                  "Weights per scale along K (0: one scale per row); where it does not divide K: 64, else K, as bench does")
-      ->capture_default_str();
+  add_group_option(app, a->group);
   app->add_option("--dtype", a->dtype, "Activation type: bf16 or fp16")->check(dtype_validator())->capture_default_str();
   app->add_option("--config", a->config, "Force a kernel config, e.g. sm80_n64_m16_k128_s4_w4x1_sk1_lutsmem");
   app->add_option("--seed", a->seed, "Seed of the random inputs")->capture_default_str();
