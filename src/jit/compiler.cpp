@@ -339,10 +339,11 @@ CompiledKernel compile(const CompileRequest& r) {
   if (!is_ptx && out.resources.registers < 0)
     detail::warn_once("no-ptxas-report", "NVRTC returned no ptxas report for kernel '" + r.kernel_name + "' (" +
                                              target + "): its registers and spills are unknown");
+  // (every config of a family shares its kernel name, so a per-name key would not tell configs apart: once)
   if (out.resources.wgmma_serialized)
-    detail::warn_once("wgmma-serialized:" + r.kernel_name + ":" + target,
-                      "ptxas serialized the wgmmas of kernel '" + r.kernel_name + "' (" + target +
-                          "): it runs, but waits for each before the next (the NVRTC log says why)");
+    detail::warn_once("wgmma-serialized", "ptxas serialized the wgmmas of kernel '" + r.kernel_name + "' (" + target +
+                                              "): it runs, but waits for each before the next (the NVRTC log says "
+                                              "why; said once per process)");
   out.log = std::move(log);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
