@@ -373,6 +373,28 @@ void expect_forced_configs_pass(const std::vector<ForcedCase>& cases) {
   }
 }
 
+// The cluster split-K epilogue deals a tile's 8-float chunks out to the splits (chunk i to split i % S) and
+// pushes each split's partials into the owners' shared memory (epilogue::finish_in_cluster): split counts
+// that do not divide the chunks (3, 6, 7), M and N tails (rows and chunks past the problem are not stored),
+// sm80 and sm90 kernels, 2/3-bit fp16 with bias, and a tile too large for the push area (128 x 256: the
+// pulled path). Small weights (<= 2.5 MB), so that each runs in clusters on sm_90 GPUs.
+TEST(GemmGpu, ClusterSplitKDealsEveryChunkOnce) {
+  REQUIRE_GPU();
+  const std::vector<ForcedCase> cases = {
+      {5, 1160, 1152, 4, 128, "sm80_n64_m8_k128_s4_w4x1_sk3_lutsmem"},      // 40 chunks, 3 splits, N tail
+      {2, 1280, 1792, 4, 64, "sm80_n64_m8_k128_s4_w4x1_sk7_lutsmem"},       // 16 chunks, 7 splits
+      {77, 1288, 1024, 3, 128, "sm90_n128_m80_k64_s6_w8x1_sk6_lutsmem"},    // M and N tails, uneven splits
+      {64, 1280, 1280, 2, 32, "sm90_n128_m64_k128_s4_w8x1_sk2_lutreg"},
+      {130, 2048, 1024, 4, 128, "sm90_n256_m128_k64_s4_w16x1_sk2_lutsmem"}};  // pulled (no room to push)
+  if (current_device_info().arch() >= 90)
+    for (const auto& [m, n, k, bits, group, name] : cases)
+      EXPECT_TRUE(launch_choices(problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16),
+                                 KernelConfig::parse(name))
+                      .cluster_split)
+          << name;
+  expect_forced_configs_pass(cases);
+}
+
 // Stream-K (sm90 family, sm_90 GPUs): one wave of blocks share the (tile, k tile) units; blocks that share
 // a tile add their partial tiles in K order. Odd M and N, bias, 2/3-bit fp16, short and long K, more blocks
 // than tiles and fewer: against the reference, and bitwise the same run after run.

@@ -12,14 +12,16 @@
 //    SM's L2 bandwidth (1.7 us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md
 //    v1.15). A variant of its own rather than a launch parameter, because any change to the epilogue moves
 //    the register allocation of the (inlined) main loop (v1.12) and the other kernels stay as they were;
-//  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks read each other's
-//    shared-memory tiles directly, no global round trip.
+//  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks exchange their tiles'
+//    shares through distributed shared memory, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
 // holds rows n = g and g + 8 of the strip, columns m = 2 t4 and 2 t4 + 1 of the 8-column block.
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/mma/mma_sm80.cuh"
+#include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/ptx/cluster.cuh"
 #include "lutmm/ptx/memory.cuh"
+#include "lutmm/ptx/tma.cuh"
 
 namespace lutmm::epilogue {
 
@@ -52,12 +54,11 @@ LUTMM_DEVICE void stage_accumulators(float* tile, const float (&acc)[K::kFragsN]
   }
 }
 
-// Stores rows m0.. and columns n0.. of the tile; value(r, c, v) fills v[0..7] for tile row r, columns c..c+7.
-// The tile's 8-column chunks are dealt out: this thread takes chunks first, first + step, ...
+// Stores `rows` rows from m0 and the columns from n0 of the tile; value(r, c, v) fills v[0..7] for row m0 + r,
+// columns c..c+7 of the tile. The 8-column chunks are dealt out: this thread takes chunks first, first + step, ...
 template <class K, class ValueAt>
-LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int first, int step, ValueAt value) {
+LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int rows, int first, int step, ValueAt value) {
   constexpr int kChunksPerRow = K::kTileN / 8;
-  const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
   for (int i = first; i < rows * kChunksPerRow; i += step) {
     const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * 8;
     const int n = n0 + c;
@@ -74,6 +75,11 @@ LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int first, i
     *reinterpret_cast<dev::uint4_t*>(p.out + static_cast<int64_t>(m0 + r) * p.n + n) =
         dev::uint4_t{packed[0], packed[1], packed[2], packed[3]};
   }
+}
+// The same for the tile's rows up to M.
+template <class K, class ValueAt>
+LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int first, int step, ValueAt value) {
+  store_output<K>(p, n0, m0, p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM, first, step, value);
 }
 
 // Stores the block's float tile (shared memory, kEpilogueLd floats a row) as the output.
@@ -247,47 +253,118 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   if (tid == 0) p.tile_counters[tile_id] = 0;
 }
 
-// The splits of one output tile are the blocks of one cluster (cluster dims 1 x 1 x splits). Each block's
-// float tile stays in its own shared memory; after a cluster barrier, block r stores chunks r, r + S, ...
-// of the output, each summed over the S tiles in split order 0, 1, ..., S-1 (a fixed order: bitwise the
-// same result every run), reading the other blocks' tiles through distributed shared memory. A second
-// barrier (no memory ordering needed) keeps every tile alive until the last read. Saves finish()'s round
-// trip through the workspace (stores, the counter, the reloads): 0.2-0.8 us per small GEMM on the H200
-// (docs/NOTES.md v1.10).
-// Every split's chunk is requested before the first add: one remote round trip instead of S (2-4% on the
-// small cluster GEMMs, docs/NOTES.md v1.12).
+// The splits of one output tile are the blocks of one cluster (cluster dims 1 x 1 x splits); block r is split
+// r. Each block's float tile stays in its own shared memory, and the tile's rows are dealt out in S = splits
+// contiguous shares: block r sums and stores rows [r * R / S, (r + 1) * R / S) of the R stored ones, each
+// over the S tiles in split order 0, 1, ..., S-1 (a fixed order: bitwise the same result every run, whichever
+// way the partials travel). Saves finish()'s round trip through the workspace (stores, the counter, the
+// reloads): 0.2-0.8 us per small GEMM on the H200 (docs/NOTES.md v1.10).
+//
+// How the partials travel, in the sm90 kernels where the pipeline's shared memory has room for the incoming
+// shares next to the tile (ClusterPush<K>::kFits; all but the largest tiles): pushed by bulk copies. Each block initialises
+// an mbarrier for the (S - 1) shares it will receive; one relaxed cluster barrier (every block is done with
+// its main loop, so the memory the shares land in is free, and its barrier is initialised); then thread 0
+// copies share r of its tile into receive slot `rank` of block r, for every other r (cp.async.bulk, S - 1
+// copies), and each block waits on its own mbarrier, sums, stores, and meets the others at a last relaxed
+// barrier (no block leaves while its tile may still be read by a copy). No fence with cluster scope: the
+// barrier with release semantics that pulling needs (the others read this block's tile after it) costs a
+// MEMBAR.ALL.GPU, ~0.3 us on the sm90 kernels (docs/NOTES.md v1.27). (The sm80 kernels, whose small cluster
+// GEMMs ran 1-14% slower pushed, K::kClusterPush, pull.)
+// Receive area (after the tile, 16-byte aligned): slot s holds ceil(R / S) rows (kEpilogueLd floats each);
+// the mbarrier follows the slots. Otherwise: pulled, each block reading its rows' chunks from the S tiles
+// through distributed shared memory between two barriers, every split's chunk requested before the first add
+// (one remote round trip instead of S: 2-4% on the small cluster GEMMs, docs/NOTES.md v1.12).
 inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size (runtime/gemm.cpp: cluster_split_k)
+
+template <class K>
+struct ClusterPush {
+  static constexpr int kRowBytes = K::kEpilogueLd * 4;
+  static constexpr int kTileBytes = K::kTileM * kRowBytes;  // the staged tile (epilogue bytes)
+  static constexpr int kRecvOffset = (kTileBytes + 15) / 16 * 16;
+  static constexpr int kSlotsBytes = (K::kTileM + kMaxClusterSplits - 1) * kRowBytes;  // S slots of ceil(R / S) rows
+  // The shared memory from the tile's start that the kernels leave to the epilogue: the stages, or the tile
+  // where it is larger (kernels/gemm_sm80_config.cuh, gemm_sm90_config.cuh).
+  static constexpr int kRegionBytes = K::kStages * K::kStageBytes > kTileBytes ? K::kStages * K::kStageBytes : kTileBytes;
+  static constexpr bool kFits = K::kClusterPush && kRecvOffset + kSlotsBytes + 8 <= kRegionBytes;
+  static_assert(kRowBytes % 16 == 0, "bulk copies of whole rows");
+};
 
 template <class K>
 LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, int m0, int tid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t rank = ptx::cluster_rank();
   const uint32_t tile_addr = ptx::smem_addr(tile);
-  ptx::cluster_sync();
-  store_output<K>(p, n0, m0, static_cast<int>(rank) * K::kThreads + tid, K::kThreads * p.splits,
-                  [&](int r, int c, float* v) {
+  const int splits = p.splits;
+  if constexpr (ClusterPush<K>::kFits) {
+    using Push = ClusterPush<K>;
+    const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // (as store_output: rows past M stay out)
+    const int slot_rows = (rows + splits - 1) / splits;
+    auto share_begin = [&](int r) { return r * rows / splits; };
+    const int own_begin = share_begin(static_cast<int>(rank)), own_rows = share_begin(static_cast<int>(rank) + 1) - own_begin;
+    const uint32_t recv = tile_addr + Push::kRecvOffset;
+    const uint32_t bar = recv + static_cast<uint32_t>(splits * slot_rows * Push::kRowBytes);
+    mma::fence_proxy_async_shared();  // this thread's part of the staged tile -> the copies (async proxy)
+    if (tid == 0) {
+      ptx::mbarrier_init(bar, 1);
+      ptx::fence_mbarrier_init_cluster();
+    }
+    ptx::cluster_sync_relaxed();  // every block's main loop done, every barrier initialised
+    if (tid == 0) {
+      // (after the barrier: shares may land before it, but the phase cannot complete without this arrival)
+      ptx::mbarrier_arrive_expect_tx(bar, static_cast<uint32_t>((splits - 1) * own_rows * Push::kRowBytes));
+      for (int r = 0; r < splits; ++r) {
+        const int begin = share_begin(r), count = share_begin(r + 1) - begin;
+        if (r == static_cast<int>(rank) || count == 0) continue;
+        const uint32_t slot = recv + static_cast<uint32_t>(static_cast<int>(rank) * slot_rows * Push::kRowBytes);
+        ptx::copy_shared_to_cluster(ptx::map_to_rank(slot, static_cast<uint32_t>(r)),
+                                    tile_addr + static_cast<uint32_t>(begin * Push::kRowBytes),
+                                    static_cast<uint32_t>(count * Push::kRowBytes),
+                                    ptx::map_to_rank(bar, static_cast<uint32_t>(r)));
+      }
+    }
+    ptx::mbarrier_wait</*kClusterAcquire=*/true>(bar, 0);
+    const float* slots = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(tile) + Push::kRecvOffset);
+    store_output<K>(p, n0, m0 + own_begin, own_rows, tid, K::kThreads, [&](int r, int c, float* v) {
 #pragma unroll
-                    for (int j = 0; j < 8; ++j) v[j] = 0.f;
-                    const uint32_t at = tile_addr + static_cast<uint32_t>(r * K::kEpilogueLd + c) * 4u;
-                    // every split's chunk requested before the first add (one remote round trip, not S)
-                    float4 a[kMaxClusterSplits], b[kMaxClusterSplits];
+      for (int j = 0; j < 8; ++j) v[j] = 0.f;
 #pragma unroll
-                    for (int s = 0; s < kMaxClusterSplits; ++s) {
-                      if (s < p.splits) {
-                        const uint32_t remote = ptx::map_to_rank(at, static_cast<uint32_t>(s));
-                        a[s] = ptx::load_cluster_f32x4(remote);
-                        b[s] = ptx::load_cluster_f32x4(remote + 16u);
+      for (int s = 0; s < kMaxClusterSplits; ++s) {
+        if (s < splits) {
+          const float* part = s == static_cast<int>(rank) ? tile + (own_begin + r) * K::kEpilogueLd + c
+                                                          : slots + (s * slot_rows + r) * K::kEpilogueLd + c;
+          const float4 a = *reinterpret_cast<const float4*>(part), b = *reinterpret_cast<const float4*>(part + 4);
+          v[0] += a.x; v[1] += a.y; v[2] += a.z; v[3] += a.w;
+          v[4] += b.x; v[5] += b.y; v[6] += b.z; v[7] += b.w;
+        }
+      }
+    });
+    ptx::cluster_sync_relaxed();  // every copy out of this block's tile has landed
+  } else {
+    ptx::cluster_sync();
+    store_output<K>(p, n0, m0, static_cast<int>(rank) * K::kThreads + tid, K::kThreads * splits,
+                    [&](int r, int c, float* v) {
+#pragma unroll
+                      for (int j = 0; j < 8; ++j) v[j] = 0.f;
+                      const uint32_t at = tile_addr + static_cast<uint32_t>(r * K::kEpilogueLd + c) * 4u;
+                      float4 a[kMaxClusterSplits], b[kMaxClusterSplits];
+#pragma unroll
+                      for (int s = 0; s < kMaxClusterSplits; ++s) {
+                        if (s < splits) {
+                          const uint32_t remote = ptx::map_to_rank(at, static_cast<uint32_t>(s));
+                          a[s] = ptx::load_cluster_f32x4(remote);
+                          b[s] = ptx::load_cluster_f32x4(remote + 16u);
+                        }
                       }
-                    }
 #pragma unroll
-                    for (int s = 0; s < kMaxClusterSplits; ++s) {
-                      if (s < p.splits) {
-                        v[0] += a[s].x; v[1] += a[s].y; v[2] += a[s].z; v[3] += a[s].w;
-                        v[4] += b[s].x; v[5] += b[s].y; v[6] += b[s].z; v[7] += b[s].w;
+                      for (int s = 0; s < kMaxClusterSplits; ++s) {
+                        if (s < splits) {
+                          v[0] += a[s].x; v[1] += a[s].y; v[2] += a[s].z; v[3] += a[s].w;
+                          v[4] += b[s].x; v[5] += b[s].y; v[6] += b[s].z; v[7] += b[s].w;
+                        }
                       }
-                    }
-                  });
-  ptx::cluster_sync_relaxed();  // (the reads above are done: their values went into the stores)
+                    });
+    ptx::cluster_sync_relaxed();  // (the reads above are done: their values went into the stores)
+  }
 #else
   __trap();  // the host launches clusters only on sm_90+
 #endif

@@ -41,17 +41,36 @@ LUTMM_DEVICE void mbarrier_arrive_cluster(uint32_t cluster_bar) {
   asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
 // Waits until this block's barrier `bar` completed the phase of parity `parity`: the arrivals above, or the
-// bytes a TMA copy wrote into this block (async proxy, visible to the wgmmas after the wait).
+// bytes a TMA copy wrote into this block (async proxy, visible to the wgmmas after the wait). kClusterAcquire:
+// with acquire at cluster scope, for bytes other blocks of the cluster copied in (copy_shared_to_cluster),
+// visible to this thread's loads after the wait.
+#define LUTMM_MBARRIER_WAIT_LOOP(SEM)                               \
+  "{\n"                                                             \
+  ".reg .pred done;\n"                                              \
+  "WAIT_%=:\n"                                                      \
+  "mbarrier.try_wait.parity" SEM ".shared::cta.b64 done, [%0], %1;\n" \
+  "@!done bra WAIT_%=;\n"                                           \
+  "}\n"
+template <bool kClusterAcquire = false>
 LUTMM_DEVICE void mbarrier_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  if constexpr (kClusterAcquire) {
+    asm volatile(LUTMM_MBARRIER_WAIT_LOOP(".acquire.cluster")::"r"(bar), "r"(parity) : "memory");
+  } else {
+    asm volatile(LUTMM_MBARRIER_WAIT_LOOP("")::"r"(bar), "r"(parity) : "memory");
+  }
+}
+#undef LUTMM_MBARRIER_WAIT_LOOP
+
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) of this block's shared memory at `src` into the
+// shared memory of another block of the cluster (`dst`, `dst_bar`: shared::cluster addresses, mapa), counted
+// on that block's mbarrier as they land. The async proxy reads `src`: its writers run
+// fence.proxy.async.shared::cta before the barrier that hands it over, and `src` must stay as it is (and
+// the block alive) until the receiver has the bytes. Unlike a barrier with release semantics at cluster
+// scope (a MEMBAR.ALL.GPU), the copy's completion orders nothing else the threads did.
+LUTMM_DEVICE void copy_shared_to_cluster(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t dst_bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "r"(src), "r"(bytes), "r"(dst_bar)
+               : "memory");
 }
 
 // Box {col, row} (innermost first) of the tensor `map` into shared memory `dst` of every block in
