@@ -373,11 +373,12 @@ void expect_forced_configs_pass(const std::vector<ForcedCase>& cases) {
   }
 }
 
-// The cluster split-K epilogue deals a tile's 8-float chunks out to the splits (chunk i to split i % S) and
-// pushes each split's partials into the owners' shared memory (epilogue::finish_in_cluster): split counts
-// that do not divide the chunks (3, 6, 7), M and N tails (rows and chunks past the problem are not stored),
-// sm80 and sm90 kernels, 2/3-bit fp16 with bias, and a tile too large for the push area (128 x 256: the
-// pulled path). Small weights (<= 2.5 MB), so that each runs in clusters on sm_90 GPUs.
+// The cluster split-K epilogue (epilogue::finish_in_cluster) deals a tile out to the splits: the sm80 kernels
+// pull 8-float chunks (block r: chunks r T .. r T + T - 1, then every S T further), the sm90 kernels push
+// contiguous row shares by bulk copies. Split counts that divide neither the chunks nor the rows (3, 6, 7), M
+// and N tails (rows and chunks past the problem are not stored), 2/3-bit fp16 with bias, and an sm90 tile too
+// large for the push area (128 x 256: it pulls). Small weights (<= 2.5 MB), so that each runs in clusters on
+// sm_90 GPUs.
 TEST(GemmGpu, ClusterSplitKDealsEveryChunkOnce) {
   REQUIRE_GPU();
   const std::vector<ForcedCase> cases = {

@@ -17,6 +17,7 @@
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
 // holds rows n = g and g + 8 of the strip, columns m = 2 t4 and 2 t4 + 1 of the 8-column block.
 #include "lutmm/kernels/gemm_params.cuh"
+#include "lutmm/kernels/gemm_sm80_config.cuh"  // (sm80_epilogue_bytes)
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/ptx/cluster.cuh"
@@ -261,8 +262,8 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
 // reloads): 0.2-0.8 us per small GEMM on the H200 (docs/NOTES.md v1.10).
 //
 // How the partials travel, in the sm90 kernels where the pipeline's shared memory has room for the incoming
-// shares next to the tile (ClusterPush<K>::kFits; all but the largest tiles): pushed by bulk copies. Each block initialises
-// an mbarrier for the (S - 1) shares it will receive; one relaxed cluster barrier (every block is done with
+// shares next to the tile (ClusterPush<K>::kFits; all but the largest tiles): pushed by bulk copies. Each
+// block initialises an mbarrier for the (S - 1) shares it will receive; one relaxed cluster barrier (every block is done with
 // its main loop, so the memory the shares land in is free, and its barrier is initialised); then thread 0
 // copies share r of its tile into receive slot `rank` of block r, for every other r (cp.async.bulk, S - 1
 // copies), and each block waits on its own mbarrier, sums, stores, and meets the others at a last relaxed
@@ -278,15 +279,15 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size (runti
 
 template <class K>
 struct ClusterPush {
-  static constexpr int kRowBytes = K::kEpilogueLd * 4;
-  static constexpr int kTileBytes = K::kTileM * kRowBytes;  // the staged tile (epilogue bytes)
-  static constexpr int kRecvOffset = (kTileBytes + 15) / 16 * 16;
+  static constexpr int kRowBytes = K::kEpilogueLd * 4;                             // a staged tile row
+  static constexpr int kTileBytes = sm80_epilogue_bytes(K::kTileN, K::kTileM);     // the staged tile
   static constexpr int kSlotsBytes = (K::kTileM + kMaxClusterSplits - 1) * kRowBytes;  // S slots of ceil(R / S) rows
   // The shared memory from the tile's start that the kernels leave to the epilogue: the stages, or the tile
-  // where it is larger (kernels/gemm_sm80_config.cuh, gemm_sm90_config.cuh).
+  // where it is larger (sm80_dynamic_shared_bytes, sm90_dynamic_shared_bytes).
   static constexpr int kRegionBytes = K::kStages * K::kStageBytes > kTileBytes ? K::kStages * K::kStageBytes : kTileBytes;
-  static constexpr bool kFits = K::kClusterPush && kRecvOffset + kSlotsBytes + 8 <= kRegionBytes;
-  static_assert(kRowBytes % 16 == 0, "bulk copies of whole rows");
+  // receive slots right after the tile (16-byte aligned: kRowBytes is), then the mbarrier
+  static constexpr bool kFits = K::kClusterPush && kTileBytes + kSlotsBytes + 8 <= kRegionBytes;
+  static_assert(kRowBytes % 16 == 0 && kTileBytes == K::kTileM * kRowBytes, "bulk copies of whole rows");
 };
 
 template <class K>
@@ -301,7 +302,7 @@ LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, in
     const int slot_rows = (rows + splits - 1) / splits;
     auto share_begin = [&](int r) { return r * rows / splits; };
     const int own_begin = share_begin(static_cast<int>(rank)), own_rows = share_begin(static_cast<int>(rank) + 1) - own_begin;
-    const uint32_t recv = tile_addr + Push::kRecvOffset;
+    const uint32_t recv = tile_addr + Push::kTileBytes;
     const uint32_t bar = recv + static_cast<uint32_t>(splits * slot_rows * Push::kRowBytes);
     mma::fence_proxy_async_shared();  // this thread's part of the staged tile -> the copies (async proxy)
     if (tid == 0) {
@@ -323,7 +324,7 @@ LUTMM_DEVICE void finish_in_cluster(const GemmParams& p, float* tile, int n0, in
       }
     }
     ptx::mbarrier_wait</*kClusterAcquire=*/true>(bar, 0);
-    const float* slots = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(tile) + Push::kRecvOffset);
+    const float* slots = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(tile) + Push::kTileBytes);
     store_output<K>(p, n0, m0 + own_begin, own_rows, tid, K::kThreads, [&](int r, int c, float* v) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = 0.f;
