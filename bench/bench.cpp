@@ -27,6 +27,7 @@
 #include "random_inputs.hpp"
 #include "runtime/cuda_graph.hpp"
 #include "runtime/launch_choices.hpp"
+#include "runtime/trace.hpp"
 #include "verify.hpp"
 
 namespace lutmm::bench {
@@ -450,6 +451,7 @@ void check_bench_options(const BenchOptions& o) {
   if (o.replays < 1 || o.replays > 1000) throw_argument_error("replays", "1 to 1000", std::to_string(o.replays));
   check_output_path(o.csv_path, "csv_path");
   check_output_path(o.png_path, "png_path");
+  check_output_path(o.trace_path, "trace_path");
 }
 
 std::string plot_script_path() {
@@ -524,6 +526,7 @@ int run_bench(const BenchOptions& o) {
              to_string(o.dtype), o.replays);
   std::fflush(stdout);
 
+  if (!o.trace_path.empty()) trace::start();
   Stream stream;
   CublasHandle cublas(stream.get());
   std::unique_ptr<WeightSet> weights;
@@ -540,6 +543,13 @@ int run_bench(const BenchOptions& o) {
 
   print_table(rows, o);
   print_summary(rows, o);
+  if (!o.trace_path.empty()) {
+    size_t dropped = 0;
+    const size_t records = trace::write_csv(o.trace_path, &dropped);
+    fmt::print("trace: {} block records{} -> {} (scripts/timeline.py --trace){}\n", records,
+               dropped > 0 ? fmt::format(" ({} past the buffer's capacity dropped)", dropped) : "", o.trace_path,
+               records == 0 ? "; none: kernels record only when built with LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3" : "");
+  }
 
   if (!o.csv_path.empty()) {
     write_bench_csv(o.csv_path, rows, ceilings, dev.name);

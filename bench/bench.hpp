@@ -35,6 +35,7 @@ struct BenchOptions {
   std::string csv_path, png_path;      // empty: not written
   int replays = 7;
   bool progress = true;                // progress bar on stderr
+  std::string trace_path;              // developers: the blocks' trace as CSV (runtime/trace.hpp); empty: none
 };
 
 // Runs the benchmark, prints the table and summary on stdout, writes the CSV and the plot when asked.

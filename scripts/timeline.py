@@ -9,6 +9,11 @@ entry to the dependency wait's end, the first k tile in shared memory, the main 
 for the epilogue, and exit; then the median launch period (globaltimer of consecutive launches' first blocks)
 and the median lifetime of each block. Give it one shape's run (a run is split only where the family changes).
 
+--trace FILE: the CSV of `lutmm bench --trace FILE` over kernels built with -DLUTMM_TIMELINE=3 (every block of
+every launch, no printf: the benchmark's back-to-back launches as they run): per launch, its span and the blocks'
+phases, and between consecutive launches of a shape, when the next one's blocks entered and passed their
+dependency wait against the last exit of this one (negative: before it, PDL's overlap).
+
 --blocks: for one launch of a kernel built with -DLUTMM_TIMELINE=2 (every block prints; e.g. `lutmm verify
 --shape M,N,K`), how the blocks spread: quantiles of entry, exit, first tile, main loop and epilogue, and the
 main loop by how many of the launch's blocks shared the block's SM.
@@ -44,12 +49,96 @@ def blocks_report(recs, ghz):
         print(f"  main loop on SMs that ran {n} block(s): median {statistics.median(loops):.2f} us ({len(loops)} blocks)")
 
 
+def trace_report(path, ghz):
+    """Every block of every launch (-DLUTMM_TIMELINE=3, `lutmm bench --trace`)."""
+    import csv
+    recs = []
+    for row in csv.DictReader(open(path)):
+        recs.append({k: int(v) for k, v in row.items()})
+    if not recs:
+        print("no records (were the kernels built with -DLUTMM_TIMELINE=3?)")
+        return 1
+    recs.sort(key=lambda r: r["entry_ns"])
+    # A launch's blocks all enter before the next launch's first (it launches once all of them have started), so
+    # the entry-ordered records cut into launches of grid_blocks each.
+    launches, i = [], 0
+    while i < len(recs):
+        n = recs[i]["grid_blocks"]
+        launches.append(recs[i:i + n])
+        i += n
+    us = lambda cyc: cyc / ghz / 1000
+    # runs of consecutive launches of one grid, at most 50 us apart (one shape's graph replays)
+    runs, cur = [], [launches[0]]
+    for a, b in zip(launches, launches[1:]):
+        gap = b[0]["entry_ns"] - max(r["exit_ns"] for r in a)
+        if len(b) == len(a) and b[0]["tag"] == a[0]["tag"] and gap < 50_000:
+            cur.append(b)
+        else:
+            runs.append(cur)
+            cur = [b]
+    runs.append(cur)
+    med = statistics.median
+    for run in runs:
+        if len(run) < 3:
+            continue  # (warm-up and verification launches)
+        first = run[0]
+        print(f"sm{first[0]['tag']} kernel, {len(first)} blocks a launch, {len(run)} back-to-back launches "
+              f"(first at {first[0]['entry_ns']} ns)")
+        ends = [max(r["exit_ns"] for r in l) for l in run]
+        starts = [min(r["entry_ns"] for r in l) for l in run]
+        print(f"  period (last exit to last exit): median {med([b - a for a, b in zip(ends, ends[1:])]) / 1000:.2f} us;"
+              f" span (first entry to last exit) median {med([e - s for s, e in zip(starts, ends)]) / 1000:.2f} us")
+        waits = [[r["dependency_ns"] for r in l if r["dependency_ns"] > 0] for l in run]
+        entry_gap = [(b[0]["entry_ns"] - e) / 1000 for e, b in zip(ends, run[1:])]
+        wait_first = [(min(w) - e) / 1000 for e, w in zip(ends, waits[1:]) if w]
+        wait_last = [(max(w) - e) / 1000 for e, w in zip(ends, waits[1:]) if w]
+        print(f"  next launch against this one's last exit: first entry {med(entry_gap):6.2f} us, dependency met "
+              f"(first block) {med(wait_first):6.2f}, (last block) {med(wait_last):6.2f}")
+        # the last exit of a launch against its blocks' phases (medians over the launches)
+        phases = collections.defaultdict(list)
+        for l, e in zip(run, ends):
+            for r in l:
+                phases["entry to dependency met"].append(us(r["cyc_dependency"]))
+                phases["dependency met to first tile"].append(us(r["cyc_first_tile"] - r["cyc_dependency"]))
+                phases["main loop"].append(us(r["cyc_main_loop"] - r["cyc_first_tile"]))
+                phases["main loop end to exit"].append(us(r["cyc_exit"] - r["cyc_main_loop"]))
+                phases["exit before the launch's last"].append((e - r["exit_ns"]) / 1000)
+            w = [r["dependency_ns"] for r in l if r["dependency_ns"] > 0]
+            if w:
+                phases["launch: last dependency met to last main loop end"].append(
+                    (max(r["entry_ns"] + r["cyc_main_loop"] / ghz for r in l) - max(w)) / 1000)
+                phases["launch: last main loop end to last exit"].append(
+                    (e - max(r["entry_ns"] + r["cyc_main_loop"] / ghz for r in l)) / 1000)
+        # the blocks that entered only after the previous launch had ended: their prologue is on the critical path
+        late = collections.defaultdict(list)
+        for e, l in zip(ends, run[1:]):
+            for r in l:
+                if r["entry_ns"] <= e:
+                    continue
+                late["late blocks: entry after the previous launch's end"].append((r["entry_ns"] - e) / 1000)
+                copies, table = r.get("cyc_prologue_copies", -1), r.get("cyc_prologue_table", -1)
+                if copies >= 0 and table >= 0:
+                    late["late blocks: entry to W copies issued"].append(us(copies))
+                    late["late blocks: W copies to table built"].append(us(table - copies))
+                    late["late blocks: table built to dependency met"].append(us(r["cyc_dependency"] - table))
+                else:
+                    late["late blocks: entry to dependency met"].append(us(r["cyc_dependency"]))
+        blocks = sum(len(l) for l in run[1:])
+        for name, v in list(phases.items()) + list(late.items()):
+            share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
+            print(f"  {name:52s} {quantiles(v)}{share}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", nargs="?", default="-")
     ap.add_argument("--ghz", type=float, default=1.98, help="SM clock for cycles -> us (H200 boost: 1.98)")
     ap.add_argument("--blocks", action="store_true", help="every block of one launch (-DLUTMM_TIMELINE=2)")
+    ap.add_argument("--trace", action="store_true", help="LOG is the CSV of `lutmm bench --trace` (-DLUTMM_TIMELINE=3)")
     args = ap.parse_args()
+    if args.trace:
+        return trace_report(args.log, args.ghz)
     lines = (sys.stdin if args.log == "-" else open(args.log)).read().splitlines()
     runs = []  # consecutive launches of one kernel: (key, [records])
     for line in lines:

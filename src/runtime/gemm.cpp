@@ -23,6 +23,7 @@
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/kernel_source.hpp"
 #include "runtime/launch_choices.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/workspace.hpp"
 
 namespace lutmm {
@@ -541,6 +542,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;
+  params.trace = trace::buffer();
   void* args[] = {&params, &plan->x_map};  // (the tensor map: only where kernel_takes_x_map)
   if (kernel_takes_x_map(plan->config) && plan->x_map_base != x) {
     jit::encode_tensor_map_2d_u16(&plan->x_map, x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), 64,

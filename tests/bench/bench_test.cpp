@@ -62,6 +62,9 @@ TEST(BenchOptions, EachBadFieldIsNamed) {
   o.png_path = std::filesystem::temp_directory_path().string();
   EXPECT_NE(error_of(o).find("'png_path'"), std::string::npos);
   o = small_options();
+  o.trace_path = "/nonexistent-lutmm-folder/trace.csv";
+  EXPECT_NE(error_of(o).find("'trace_path'"), std::string::npos);
+  o = small_options();
   o.group = 0;  // one scale per row
   EXPECT_EQ(error_of(o), "");
 }

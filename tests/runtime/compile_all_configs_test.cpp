@@ -130,7 +130,8 @@ TEST(CompileAllConfigs, PackKernelCompilesForEveryBitWidth) {
 }
 
 // The developer timeline (ptx/timeline.cuh) is in a kernel only when asked for: its format string is in the
-// cubin with -DLUTMM_TIMELINE=1 and absent without, for both families.
+// cubin with -DLUTMM_TIMELINE=1 and absent without, for both families; -DLUTMM_TIMELINE=3 (the trace buffer
+// instead of printf) compiles without the format string and without spills.
 TEST(CompileAllConfigs, TimelineInstrumentationIsCompiledInOnlyOnRequest) {
   Problem p;
   p.m = 1; p.n = 4096; p.k = 4096; p.bits = 4; p.group_size = 128; p.dtype = DType::bf16;
@@ -146,6 +147,11 @@ TEST(CompileAllConfigs, TimelineInstrumentationIsCompiledInOnlyOnRequest) {
     EXPECT_FALSE(has_timeline(without)) << name;
     EXPECT_TRUE(has_timeline(with)) << name;
     EXPECT_EQ(with.resources.spill_store_bytes, 0) << name;
+    jit::CompileRequest traced = plain;
+    traced.extra_options.push_back("-DLUTMM_TIMELINE=3");
+    const jit::CompiledKernel trace = jit::compile(traced);
+    EXPECT_FALSE(has_timeline(trace)) << name;
+    EXPECT_EQ(trace.resources.spill_store_bytes, 0) << name;
   }
 }
 

@@ -1,9 +1,10 @@
 // scripts/timeline.py, the summary of kernels compiled with -DLUTMM_TIMELINE=1 (device/lutmm/ptx/timeline.cuh),
-// on lines in the kernel's print format mixed with other output. Skips where python3 is missing.
+// on lines in the kernel's print format mixed with other output, and of -DLUTMM_TIMELINE=3's trace CSV. Skips where python3 is missing.
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tools/run_tool.hpp"
@@ -53,6 +54,44 @@ TEST_F(TimelineScript, BlocksModeSpreadsEveryBlockOfOneLaunch) {
   EXPECT_NE(r.out.find("min   1.00 p10   1.00 med   1.50 p90   1.50 max   2.00"), std::string::npos) << r.out;  // loops
   EXPECT_NE(r.out.find("exit after the first entry    min   4.00"), std::string::npos) << r.out;  // 5000 - 1000 ns
   EXPECT_NE(r.out.find("main loop on SMs that ran 2 block(s): median 1.75 us (2 blocks)"), std::string::npos) << r.out;
+}
+
+TEST_F(TimelineScript, TraceModeMeasuresTheBoundaryBetweenBackToBackLaunches) {
+  // `lutmm bench --trace` CSV (-DLUTMM_TIMELINE=3): four launches of two blocks, 6 us apart; a block enters,
+  // passes its dependency wait 2 us later (4000 cycles at 2 GHz), has its first tile 0.2 us after that, ends
+  // its main loop at 8000 cycles and exits at 5 us; block 1 enters and leaves 0.5 us after block 0. Listed out
+  // of order (the script sorts by entry); a lone launch far away (a warm-up) is left out of the report.
+  std::string csv =
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks\n"
+      "80,0,0,0,0,100000,102000,105000,4000,4400,8000,8100,10000,2\n"
+      "80,1,1,0,0,100500,102500,105500,4000,4400,8000,8100,10000,2\n";
+  for (int l = 3; l >= 0; --l)
+    for (int b = 0; b < 2; ++b) {
+      const long long e = 1000000 + 6000LL * l + 500 * b;
+      csv += fmt::format("80,{},{},0,0,{},{},{},4000,4400,8000,8100,10000,2\n", b, b, e, e + 2000, e + 5000);
+    }
+  const ToolRun r = run_timeline_script(csv, dir, "--trace");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("sm80 kernel, 2 blocks a launch, 4 back-to-back launches (first at 1000000 ns)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("period (last exit to last exit): median 6.00 us; span (first entry to last exit) median "
+                       "5.50 us"), std::string::npos) << r.out;
+  // the next launch's first block enters 6000 - 5500 ns after this one's last exit, passes its wait 2 us later
+  EXPECT_NE(r.out.find("first entry   0.50 us, dependency met (first block)   2.50, (last block)   3.00"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("main loop end to exit                                min   1.00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("launch: last dependency met to last main loop end    min   2.00"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("100000 ns"), std::string::npos) << r.out;  // (the warm-up)
+}
+
+TEST_F(TimelineScript, TraceModeSaysSoWhenThereAreNoRecords) {
+  const ToolRun r = run_timeline_script(
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks\n",
+      dir, "--trace");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("-DLUTMM_TIMELINE=3"), std::string::npos) << r.out;
 }
 
 TEST_F(TimelineScript, SaysSoWhenNoKernelPrintedATimeline) {

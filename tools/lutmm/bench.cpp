@@ -17,6 +17,7 @@ struct BenchArgs {
   std::string csv, png;
   int replays = 7;
   bool quiet = false;
+  std::string trace;
 };
 
 int run_bench_command(const BenchArgs& a) {
@@ -30,6 +31,7 @@ int run_bench_command(const BenchArgs& a) {
   o.png_path = a.png;
   o.replays = a.replays;
   o.progress = !a.quiet;
+  o.trace_path = a.trace;
   return bench::run_bench(o);
 }
 
@@ -49,6 +51,9 @@ Command add_bench(CLI::App& parent) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app->add_flag("--quiet", a->quiet, "No progress bar");
+  app->add_option("--trace", a->trace,
+                  "Developers: write every block's entry, dependency wait, phases and exit (kernels built with "
+                  "LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3) as CSV to this file, for scripts/timeline.py --trace");
   return {app, [a] { return run_bench_command(*a); }};
 }
 

@@ -4,6 +4,11 @@
 
 namespace lutmm {
 
+// The trace buffer (GemmParams::trace; ptx/timeline.cuh writes it, runtime/trace.cpp reads it): word 0 counts the
+// records taken, which start at word kTraceHeaderWords, kTraceRecordWords words each, at most kTraceCapacity.
+inline constexpr int kTraceHeaderWords = 16, kTraceRecordWords = 16;
+inline constexpr unsigned long long kTraceCapacity = 1ull << 18;  // (32 MB)
+
 struct GemmParams {
   const uint16_t* x;        // [m][k] activations
   uint16_t* out;            // [m][n]
@@ -24,6 +29,8 @@ struct GemmParams {
                             // wave of blocks, each taking a run of the tiles_n x tiles_m x k_tiles units)
   int dependents_early;     // 1: let the stream's next kernel launch at the start, not after the main loop
                             // (runtime/gemm.cpp decides: where the grid leaves no SM room it could pack into)
+  unsigned long long* trace;  // developers: the per-block trace of kernels built with -DLUTMM_TIMELINE=3
+                              // (ptx/timeline.cuh; runtime/trace.hpp), else null
 };
 
 }  // namespace lutmm

@@ -55,7 +55,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   static_assert(!K::kStreamK || K::kTileM * K::kEpilogueLd * 4 <= K::kStageBytes,
                 "Stream-K stages the epilogue tile in one stage");
-  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE)
+  ptx::Timeline timeline(p.trace);  // (developer instrumentation: empty unless LUTMM_TIMELINE)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // warps: kWarpsN along N fastest, then kWarpsM along M, then the kWarpsK groups of the k tile's slices
   const int warp_n = warp % K::kWarpsN, warp_m = (warp / K::kWarpsN) % K::kWarpsM;
@@ -120,10 +120,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
     loader.prefetch_w(work.kt_begin + d);
   loader.zero_x_tail(smem);
+  timeline.mark_before_wait(0);
   // The table, a part of the weights like W: built here, it overlaps the previous kernel's tail instead of
   // delaying the first k tile (0.94x over 17 decode and small shapes, 1 x 4096 x 4096 6.47 -> 5.94 us,
   // 2 x 320 x 1280 2.65 -> 2.41; docs/NOTES.md v1.16). The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+  timeline.mark_before_wait(1);
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   timeline.mark(1);

@@ -61,7 +61,7 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   // the dynamic base (a link-time address: its loads take an immediate base); the stages move up.
   uint8_t* const pipe = smem + ((1024u - (ptx::smem_addr(smem) & 1023u)) & 1023u);
 
-  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE; under Stream-K a line per item)
+  ptx::Timeline timeline(p.trace);  // (developer instrumentation: empty unless LUTMM_TIMELINE; under Stream-K a line per item)
   const int tid = threadIdx.x, lane = tid & 31, strip = tid >> 5;  // warp w owns 16-row strip w
   using Layout = pipeline::StageLayout<K>;
 

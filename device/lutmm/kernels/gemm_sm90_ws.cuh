@@ -56,7 +56,7 @@ LUTMM_DEVICE void gemm_sm90_ws(const GemmParams& p, const ptx::TensorMap* x_map)
   constexpr int kProducerWarp = K::kThreads / 32;
   using Loader = pipeline::ProducerStageLoader<K>;
 
-  ptx::Timeline timeline;  // (developer instrumentation: empty unless LUTMM_TIMELINE)
+  ptx::Timeline timeline(p.trace);  // (developer instrumentation: empty unless LUTMM_TIMELINE)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   using Layout = pipeline::StageLayout<K>;
   const scheduler::TileWork work = scheduler::split_k_work<K::kTileN, K::kTileM>(p);

@@ -9,13 +9,21 @@
 //   TL <kernel tag> blk <x> <y> <z> sm <id> gt <globaltimer at entry> <at exit> cyc <mark1 - mark0> ...
 // globaltimer is in ns, shared by all SMs (consecutive launches' gaps); the clock deltas are in SM cycles.
 // scripts/timeline.py summarises a run's lines.
+// The printf costs tens of us a launch where many launches run back to back (the benchmark's graphs: the next
+// launch waits for it), so the boundary between launches needs -DLUTMM_TIMELINE=3: no printf; thread 0 of every
+// block takes a record slot at entry (one relaxed atomic add, waited for only at exit) and at exit writes its
+// record into the trace buffer that the runtime passes as GemmParams::trace (runtime/trace.hpp: LUTMM_TRACE=FILE;
+// the buffer's word 0 counts the records, which start at word kTraceHeaderWords, kTraceRecordWords each):
+//   entry ns, dependency met ns, exit ns, tag, sm, block x, y, z, cycles from entry to marks 1..5, blocks of the grid,
+//   cycles from entry to the two marks before the dependency wait (mark_before_wait: where a kernel sets them)
 #include "lutmm/common.cuh"
+#include "lutmm/kernels/gemm_params.cuh"  // (the trace buffer's layout)
 
 #ifndef LUTMM_TIMELINE
 #define LUTMM_TIMELINE 0
 #endif
 
-#if LUTMM_TIMELINE
+#if LUTMM_TIMELINE && LUTMM_TIMELINE < 3
 extern "C" __device__ int vprintf(const char*, const char*);
 #endif
 
@@ -25,18 +33,29 @@ struct Timeline {
   static constexpr int kMarks = 6;  // entry, dependency met, first tile ready, main loop done, tile staged, exit
 #if LUTMM_TIMELINE
   long long clock[kMarks];
-  unsigned long long entry_ns;
+  unsigned long long entry_ns, wait_ns = 0;
+  long long before_wait[2] = {0, 0};  // (trace only: the prologue's W copies issued, its table built)
+  unsigned long long* trace;
+  unsigned long long slot = kTraceCapacity;
   bool on;
-  LUTMM_DEVICE Timeline() {
+  LUTMM_DEVICE explicit Timeline(unsigned long long* trace_buffer) : trace(trace_buffer) {
     const bool first = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
     const bool last = blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1 && blockIdx.z == gridDim.z - 1;
     on = threadIdx.x == 0 && (LUTMM_TIMELINE >= 2 || first || last);
     for (int i = 0; i < kMarks; ++i) clock[i] = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(entry_ns));
     clock[0] = clock64();
+    if (LUTMM_TIMELINE >= 3 && on && trace != nullptr)
+      asm volatile("atom.add.relaxed.gpu.global.u64 %0, [%1], 1;" : "=l"(slot) : "l"(trace));
   }
   LUTMM_DEVICE void mark(int i) {
-    if (on) clock[i] = clock64();
+    if (!on) return;
+    clock[i] = clock64();
+    if (i == 1) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(wait_ns));
+  }
+  // Two points of the prologue before the dependency wait (recorded in the trace only).
+  LUTMM_DEVICE void mark_before_wait(int j) {
+    if (on) before_wait[j] = clock64();
   }
   LUTMM_DEVICE void print(int tag) {
     if (!on) return;
@@ -45,6 +64,16 @@ struct Timeline {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(exit_ns));
     unsigned sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+#if LUTMM_TIMELINE >= 3
+    if (trace == nullptr || slot >= kTraceCapacity) return;
+    unsigned long long* r = trace + kTraceHeaderWords + slot * kTraceRecordWords;
+    r[0] = entry_ns, r[1] = wait_ns, r[2] = exit_ns, r[3] = static_cast<unsigned long long>(tag), r[4] = sm;
+    r[5] = blockIdx.x, r[6] = blockIdx.y, r[7] = blockIdx.z;
+    for (int i = 1; i < kMarks; ++i) r[7 + i] = clock[i] > 0 ? static_cast<unsigned long long>(clock[i] - clock[0]) : ~0ull;
+    r[13] = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
+    for (int j = 0; j < 2; ++j)
+      r[14 + j] = before_wait[j] > 0 ? static_cast<unsigned long long>(before_wait[j] - clock[0]) : ~0ull;
+#else
     struct {
       int tag, x, y, z;
       unsigned sm;
@@ -55,9 +84,12 @@ struct Timeline {
     for (int i = 1; i < kMarks; ++i) args.d[i - 1] = clock[i] > 0 ? clock[i] - clock[0] : -1;
     vprintf("TL %d blk %d %d %d sm %u gt %llu %llu cyc %lld %lld %lld %lld %lld\n",
             reinterpret_cast<const char*>(&args));
+#endif
   }
 #else
+  LUTMM_DEVICE explicit Timeline(unsigned long long*) {}
   LUTMM_DEVICE void mark(int) {}
+  LUTMM_DEVICE void mark_before_wait(int) {}
   LUTMM_DEVICE void print(int) {}
 #endif
 };
