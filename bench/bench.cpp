@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -452,6 +453,14 @@ void check_bench_options(const BenchOptions& o) {
   check_output_path(o.csv_path, "csv_path");
   check_output_path(o.png_path, "png_path");
   check_output_path(o.trace_path, "trace_path");
+  if (!o.trace_path.empty()) {  // (only kernels built with the option record; without it the trace would be empty)
+    const char* options = std::getenv("LUTMM_NVRTC_OPTIONS");
+    if (options == nullptr || std::string_view(options).find("-DLUTMM_TIMELINE=3") == std::string_view::npos) {
+      throw_argument_error("trace_path", "kernels built with LUTMM_NVRTC_OPTIONS containing -DLUTMM_TIMELINE=3",
+                           options == nullptr ? "LUTMM_NVRTC_OPTIONS unset"
+                                              : fmt::format("LUTMM_NVRTC_OPTIONS='{}'", options));
+    }
+  }
 }
 
 std::string plot_script_path() {

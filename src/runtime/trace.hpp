@@ -10,7 +10,8 @@
 namespace lutmm::trace {
 
 // Allocates the buffer (32 MB, zeroed) on the current device on the first call; later calls do nothing.
-// Throws Error on a CUDA failure.
+// One buffer for the process: kernels built with the option must then run on that device (another device's
+// blocks could not write it). Throws Error on a CUDA failure.
 void start();
 // The buffer launches pass: null until start().
 unsigned long long* buffer();

@@ -69,6 +69,23 @@ TEST(BenchOptions, EachBadFieldIsNamed) {
   EXPECT_EQ(error_of(o), "");
 }
 
+// A trace needs kernels that record it: without -DLUTMM_TIMELINE=3 in LUTMM_NVRTC_OPTIONS the options are refused
+// (before any GPU work) instead of a benchmark that ends with an empty trace.
+TEST(BenchOptions, ATraceNeedsTheRecordingKernels) {
+  const char* saved = std::getenv("LUTMM_NVRTC_OPTIONS");
+  const std::string restore = saved != nullptr ? saved : "";
+  BenchOptions o = small_options();
+  o.trace_path = (std::filesystem::temp_directory_path() / "lutmm_bench_test_trace.csv").string();
+  unsetenv("LUTMM_NVRTC_OPTIONS");
+  EXPECT_NE(error_of(o).find("'trace_path'"), std::string::npos);
+  EXPECT_NE(error_of(o).find("LUTMM_NVRTC_OPTIONS unset"), std::string::npos) << error_of(o);
+  setenv("LUTMM_NVRTC_OPTIONS", "-DLUTMM_TIMELINE=1", 1);
+  EXPECT_NE(error_of(o).find("LUTMM_NVRTC_OPTIONS='-DLUTMM_TIMELINE=1'"), std::string::npos) << error_of(o);
+  setenv("LUTMM_NVRTC_OPTIONS", "-DLUTMM_TIMELINE=3", 1);
+  EXPECT_EQ(error_of(o), "");
+  if (saved != nullptr) setenv("LUTMM_NVRTC_OPTIONS", restore.c_str(), 1); else unsetenv("LUTMM_NVRTC_OPTIONS");
+}
+
 TEST(RunBench, BadOptionsThrowBeforeAnyGpuWork) {
   BenchOptions o = small_options();
   o.replays = -3;
