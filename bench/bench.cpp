@@ -11,7 +11,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -27,6 +26,7 @@
 #include "progress.hpp"
 #include "random_inputs.hpp"
 #include "runtime/cuda_graph.hpp"
+#include "runtime/kernel_source.hpp"
 #include "runtime/launch_choices.hpp"
 #include "runtime/trace.hpp"
 #include "verify.hpp"
@@ -454,11 +454,11 @@ void check_bench_options(const BenchOptions& o) {
   check_output_path(o.png_path, "png_path");
   check_output_path(o.trace_path, "trace_path");
   if (!o.trace_path.empty()) {  // (only kernels built with the option record; without it the trace would be empty)
-    const char* options = std::getenv("LUTMM_NVRTC_OPTIONS");
-    if (options == nullptr || std::string_view(options).find("-DLUTMM_TIMELINE=3") == std::string_view::npos) {
+    const std::vector<std::string> options = developer_nvrtc_options();
+    if (std::find(options.begin(), options.end(), "-DLUTMM_TIMELINE=3") == options.end()) {
+      const char* set = std::getenv("LUTMM_NVRTC_OPTIONS");
       throw_argument_error("trace_path", "kernels built with LUTMM_NVRTC_OPTIONS containing -DLUTMM_TIMELINE=3",
-                           options == nullptr ? "LUTMM_NVRTC_OPTIONS unset"
-                                              : fmt::format("LUTMM_NVRTC_OPTIONS='{}'", options));
+                           set == nullptr ? "LUTMM_NVRTC_OPTIONS unset" : fmt::format("LUTMM_NVRTC_OPTIONS='{}'", set));
     }
   }
 }
@@ -555,9 +555,8 @@ int run_bench(const BenchOptions& o) {
   if (!o.trace_path.empty()) {
     size_t dropped = 0;
     const size_t records = trace::write_csv(o.trace_path, &dropped);
-    fmt::print("trace: {} block records{} -> {} (scripts/timeline.py --trace){}\n", records,
-               dropped > 0 ? fmt::format(" ({} past the buffer's capacity dropped)", dropped) : "", o.trace_path,
-               records == 0 ? "; none: kernels record only when built with LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3" : "");
+    fmt::print("trace: {} block records{} -> {} (scripts/timeline.py --trace)\n", records,
+               dropped > 0 ? fmt::format(" ({} past the buffer's capacity dropped)", dropped) : "", o.trace_path);
   }
 
   if (!o.csv_path.empty()) {

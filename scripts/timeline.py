@@ -20,6 +20,7 @@ main loop by how many of the launch's blocks shared the block's SM.
 """
 import argparse
 import collections
+import csv
 import statistics
 import sys
 
@@ -51,7 +52,6 @@ def blocks_report(recs, ghz):
 
 def trace_report(path, ghz):
     """Every block of every launch (-DLUTMM_TIMELINE=3, `lutmm bench --trace`)."""
-    import csv
     recs = []
     for row in csv.DictReader(open(path)):
         recs.append({k: int(v) for k, v in row.items()})
@@ -105,10 +105,9 @@ def trace_report(path, ghz):
                 phases["exit before the launch's last"].append((e - r["exit_ns"]) / 1000)
             w = [r["dependency_ns"] for r in l if r["dependency_ns"] > 0]
             if w:
-                phases["launch: last dependency met to last main loop end"].append(
-                    (max(r["entry_ns"] + r["cyc_main_loop"] / ghz for r in l) - max(w)) / 1000)
-                phases["launch: last main loop end to last exit"].append(
-                    (e - max(r["entry_ns"] + r["cyc_main_loop"] / ghz for r in l)) / 1000)
+                loop_end = max(r["entry_ns"] + r["cyc_main_loop"] / ghz for r in l)  # (ns: cycles / GHz)
+                phases["launch: last dependency met to last main loop end"].append((loop_end - max(w)) / 1000)
+                phases["launch: last main loop end to last exit"].append((e - loop_end) / 1000)
         # the blocks that entered only after the previous launch had ended: their prologue is on the critical path
         late = collections.defaultdict(list)
         for e, l in zip(ends, run[1:]):

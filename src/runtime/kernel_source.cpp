@@ -24,14 +24,19 @@ jit::CompileRequest request(std::string kernel_name, int arch, std::string sourc
   r.arch = arch;
   r.arch_specific = arch_specific(arch);
   r.source = std::move(source);
-  // Developer experiments: LUTMM_NVRTC_OPTIONS="-DNAME=1 ..." reaches every kernel (and its cache key).
-  if (const char* extra = std::getenv("LUTMM_NVRTC_OPTIONS")) {
-    std::istringstream words(extra);
-    for (std::string w; words >> w;) r.extra_options.push_back(w);
-  }
+  r.extra_options = developer_nvrtc_options();
   return r;
 }
 }  // namespace
+
+std::vector<std::string> developer_nvrtc_options() {
+  std::vector<std::string> options;
+  if (const char* extra = std::getenv("LUTMM_NVRTC_OPTIONS")) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) options.push_back(w);
+  }
+  return options;
+}
 
 jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch, bool split_spread) {
   // split-K is a launch parameter: the comment names the kernel with it normalised, so every split of one

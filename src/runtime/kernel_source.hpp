@@ -1,5 +1,8 @@
 #pragma once
 // The tiny translation unit the JIT compiles for one kernel: it only instantiates a header-only kernel.
+#include <string>
+#include <vector>
+
 #include "jit/jit.hpp"
 #include "lutmm/config.hpp"
 
@@ -10,6 +13,10 @@ inline constexpr const char* kPackKernelName = "lutmm_pack_codes";
 
 // group_size >= k (one scale per row) compiles as group 0. split_spread: the variant whose splits of a tile
 // sum it together (epilogue/epilogue.cuh: SplitSpread; runtime/gemm.cpp decides where it runs).
+// Developer experiments: the words of $LUTMM_NVRTC_OPTIONS ("-DNAME=1 ..."), which every kernel request carries
+// (and its cache key); empty where it is unset.
+std::vector<std::string> developer_nvrtc_options();
+
 jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch, bool split_spread = false);
 jit::CompileRequest pack_kernel_request(int bits, int arch);
 int kernel_group(const Problem& p);

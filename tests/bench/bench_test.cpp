@@ -14,6 +14,7 @@
 #include "bench.hpp"
 #include "device_kernels.hpp"
 #include "jit/jit.hpp"
+#include "jit/jit_test_util.hpp"
 #include "lutmm/device.hpp"
 #include "lutmm/error.hpp"
 #include "progress.hpp"
@@ -72,18 +73,26 @@ TEST(BenchOptions, EachBadFieldIsNamed) {
 // A trace needs kernels that record it: without -DLUTMM_TIMELINE=3 in LUTMM_NVRTC_OPTIONS the options are refused
 // (before any GPU work) instead of a benchmark that ends with an empty trace.
 TEST(BenchOptions, ATraceNeedsTheRecordingKernels) {
-  const char* saved = std::getenv("LUTMM_NVRTC_OPTIONS");
-  const std::string restore = saved != nullptr ? saved : "";
+  using jit::testing::ScopedEnv;
   BenchOptions o = small_options();
   o.trace_path = (std::filesystem::temp_directory_path() / "lutmm_bench_test_trace.csv").string();
-  unsetenv("LUTMM_NVRTC_OPTIONS");
-  EXPECT_NE(error_of(o).find("'trace_path'"), std::string::npos);
-  EXPECT_NE(error_of(o).find("LUTMM_NVRTC_OPTIONS unset"), std::string::npos) << error_of(o);
-  setenv("LUTMM_NVRTC_OPTIONS", "-DLUTMM_TIMELINE=1", 1);
-  EXPECT_NE(error_of(o).find("LUTMM_NVRTC_OPTIONS='-DLUTMM_TIMELINE=1'"), std::string::npos) << error_of(o);
-  setenv("LUTMM_NVRTC_OPTIONS", "-DLUTMM_TIMELINE=3", 1);
-  EXPECT_EQ(error_of(o), "");
-  if (saved != nullptr) setenv("LUTMM_NVRTC_OPTIONS", restore.c_str(), 1); else unsetenv("LUTMM_NVRTC_OPTIONS");
+  {
+    ScopedEnv unset("LUTMM_NVRTC_OPTIONS", std::nullopt);
+    EXPECT_NE(error_of(o).find("'trace_path'"), std::string::npos);
+    EXPECT_NE(error_of(o).find("LUTMM_NVRTC_OPTIONS unset"), std::string::npos) << error_of(o);
+  }
+  {
+    ScopedEnv other("LUTMM_NVRTC_OPTIONS", "-DLUTMM_TIMELINE=1");
+    EXPECT_NE(error_of(o).find("LUTMM_NVRTC_OPTIONS='-DLUTMM_TIMELINE=1'"), std::string::npos) << error_of(o);
+  }
+  {
+    ScopedEnv longer("LUTMM_NVRTC_OPTIONS", "-DLUTMM_TIMELINE=30");  // (a whole option, not a prefix of one)
+    EXPECT_NE(error_of(o).find("'trace_path'"), std::string::npos) << error_of(o);
+  }
+  {
+    ScopedEnv traced("LUTMM_NVRTC_OPTIONS", "-DLUTMM_L2_AHEAD=0  -DLUTMM_TIMELINE=3");
+    EXPECT_EQ(error_of(o), "");
+  }
 }
 
 TEST(RunBench, BadOptionsThrowBeforeAnyGpuWork) {

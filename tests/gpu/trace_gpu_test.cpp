@@ -9,33 +9,17 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "jit/jit_test_util.hpp"
 #include "lutmm/lutmm.hpp"
 #include "runtime/trace.hpp"
 #include "verify.hpp"
 
 namespace lutmm {
 namespace {
-
-// Sets LUTMM_NVRTC_OPTIONS for the scope (the kernels planned meanwhile are built with it) and restores it.
-class NvrtcOptionsFor {
- public:
-  explicit NvrtcOptionsFor(const std::string& options) {
-    const char* old = std::getenv("LUTMM_NVRTC_OPTIONS");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("LUTMM_NVRTC_OPTIONS", ((had_ ? old_ + " " : std::string()) + options).c_str(), 1);
-  }
-  ~NvrtcOptionsFor() {
-    if (had_) setenv("LUTMM_NVRTC_OPTIONS", old_.c_str(), 1); else unsetenv("LUTMM_NVRTC_OPTIONS");
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
 
 TEST(TraceGpu, EveryBlockOfEveryLaunchLeavesOneOrderedRecord) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
@@ -49,7 +33,9 @@ TEST(TraceGpu, EveryBlockOfEveryLaunchLeavesOneOrderedRecord) {
   c.config = KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");
   c.seed = 0x7ace;
   {
-    NvrtcOptionsFor timeline("-DLUTMM_TIMELINE=3");
+    const char* set = std::getenv("LUTMM_NVRTC_OPTIONS");  // (the kernels planned in this scope record)
+    jit::testing::ScopedEnv timeline("LUTMM_NVRTC_OPTIONS",
+                                     std::string(set != nullptr ? set : "") + " -DLUTMM_TIMELINE=3");
     const bench::VerifyResult r = bench::verify_gemm(c);
     EXPECT_TRUE(r.passed) << r.str();
   }

@@ -12,7 +12,7 @@
 // The printf costs tens of us a launch where many launches run back to back (the benchmark's graphs: the next
 // launch waits for it), so the boundary between launches needs -DLUTMM_TIMELINE=3: no printf; thread 0 of every
 // block takes a record slot at entry (one relaxed atomic add, waited for only at exit) and at exit writes its
-// record into the trace buffer that the runtime passes as GemmParams::trace (runtime/trace.hpp: LUTMM_TRACE=FILE;
+// record into the trace buffer that the runtime passes as GemmParams::trace (runtime/trace.hpp; `lutmm bench --trace FILE`;
 // the buffer's word 0 counts the records, which start at word kTraceHeaderWords, kTraceRecordWords each):
 //   entry ns, dependency met ns, exit ns, tag, sm, block x, y, z, cycles from entry to marks 1..5, blocks of the grid,
 //   cycles from entry to the two marks before the dependency wait (mark_before_wait: where a kernel sets them)
