@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -108,9 +109,11 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 struct KernelKey {
   int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
       lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread;
+  std::vector<std::string> developer_options;  // (LUTMM_NVRTC_OPTIONS: a kernel built with others is another kernel)
   auto tie() const {
     return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
-                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread);
+                    warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread,
+                    developer_options);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -127,7 +130,7 @@ ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceIn
   const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
                       p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
                       lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast, c.warp_specialized,
-                      split_spread};
+                      split_spread, developer_nvrtc_options()};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
@@ -151,6 +154,22 @@ bool env_switch_on(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr || std::string_view(v) != "0";
 }
+
+// Split-K over flagged slots (epilogue/epilogue.cuh: finish_flagged): the last split's block sums the tile from
+// words that carry each value with its mark, the others store and leave, instead of the last arrival summing
+// after a release, a counter atomic and a reload (docs/NOTES.md v1.29: 1 x 4096 x 4096 5.37 -> 5.11 us, 2 x 4096 x
+// 4096 5.36 -> 5.21). Where the tile's stored values make pairs for at most a quarter of the block's threads and the
+// splits are at most kFlaggedMaxSplits, on sm80 tiles: measured, a pair for every thread (4 and 8 x 4096 x 4096 on
+// 64 x 8 tiles of 256 threads: 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128: 1.01-1.02x) and
+// eight splits (1 x 8192 x 28672 1.04x) lost. The runtime also needs the whole grid resident at once
+// (flagged_split_k), as the summer waits.
+bool flagged_tile(const KernelConfig& c, const Problem& p, int splits) {
+  return c.family == 80 && c.split_k != kStreamK && splits >= 2 && splits <= kFlaggedMaxSplits &&
+         std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 2 <= c.threads();
+}
+// Where the flag words start in the counter buffer, in counters: the tiles' counters, rounded up to 16 bytes (the
+// summer and the others move a pair of words at a time).
+size_t flag_words_offset(size_t tiles) { return (tiles + 3) & ~size_t{3}; }
 
 // Whether the splits of each tile sum it together, each a share, once all have stored their partial tiles
 // (the SplitSpread kernel variant, epilogue/epilogue.cuh), instead of the last to arrive summing all of it.
@@ -191,7 +210,10 @@ SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const size_t tiles = static_cast<size_t>((ps.n_padded + c.tile_n - 1) / c.tile_n) *
                        static_cast<size_t>((p.m + c.tile_m - 1) / c.tile_m);
-  return {tiles * static_cast<size_t>(splits) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float), tiles};
+  // the flagged slots (where flagged_split_k may choose them) follow the counters: two counter words per flag word
+  const size_t flag_words = flagged_tile(c, p, splits) ? tiles * (kFlaggedMaxSplits - 1) * c.tile_m * c.tile_n : 0;
+  return {tiles * static_cast<size_t>(splits) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float),
+          flag_words_offset(tiles) + 2 * flag_words};
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -311,6 +333,7 @@ struct Plan {
   int tiles_n = 0, tiles_m = 0;
   bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
   bool split_spread = false;      // the kernel is the SplitSpread variant (spread_pays, one_wave)
+  bool split_flagged = false;     // split-K over flagged slots (flagged_split_k)
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
@@ -393,6 +416,15 @@ bool one_wave(const DeviceInfo& dev, const KernelConfig& c, const ReadyKernel& k
   return dev.sm_count > 0 && resident > 0 && blocks <= static_cast<int64_t>(resident) * dev.sm_count;
 }
 
+// Split-K over flagged slots (flagged_tile) where the summer's wait is safe: every block of the grid resident at
+// once (one wave of the kernel launched, no clusters), on a GPU not shared through MPS (a client may get part of
+// the SMs). LUTMM_SPLIT_FLAGGED=0 turns it off (for comparisons).
+bool flagged_split_k(const DeviceInfo& dev, const KernelConfig& c, const Problem& p, const ReadyKernel& kernel,
+                     int splits, int64_t blocks, bool clusters) {
+  static const bool enabled = env_switch_on("LUTMM_SPLIT_FLAGGED");
+  return enabled && !clusters && !dev.shared_via_mps && flagged_tile(c, p, splits) && one_wave(dev, c, kernel, blocks);
+}
+
 constexpr int kPlanSlots = 8;
 thread_local std::array<Plan, kPlanSlots> t_plans;
 thread_local int t_next_plan = 0;
@@ -448,6 +480,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   }
   if (!plan.split_spread) plan.kernel = ready_kernel(p, c, dev);
   plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);  // (the kernel launched)
+  plan.split_flagged = !plan.split_spread && flagged_split_k(dev, c, p, plan.kernel, plan.splits, blocks, clusters);
   return plan;
 }
 
@@ -464,7 +497,8 @@ LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   key.sm_count = context_sm_count();
   bool cacheable = false;
   const Plan plan = make_plan(key, p, device_info(device, key.sm_count), options, cacheable);
-  return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread, plan.launch.cluster_z > 1};
+  return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread, plan.launch.cluster_z > 1,
+          plan.split_flagged};
 }
 
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {
@@ -542,6 +576,10 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;
+  params.split_flags = plan->split_flagged && plan->counters != nullptr
+                           ? reinterpret_cast<unsigned long long*>(
+                                 plan->counters + flag_words_offset(static_cast<size_t>(plan->tiles_n) * plan->tiles_m))
+                           : nullptr;
   params.trace = trace::buffer();
   void* args[] = {&params, &plan->x_map};  // (the tensor map: only where kernel_takes_x_map)
   if (kernel_takes_x_map(plan->config) && plan->x_map_base != x) {

@@ -2,8 +2,8 @@
 // How gemm() launches a problem with a config on the current device: as a programmatic dependent of the
 // stream's previous kernel (sm_90+), and whether it lets the stream's next kernel launch at its start
 // (GemmParams::dependents_early) or only after its main loop; whether it runs the kernel variant whose
-// splits of a tile sum it together (epilogue/epilogue.cuh: SplitSpread), and whether the splits reduce in a
-// thread-block cluster. For tests and tools; gemm() decides the same.
+// splits of a tile sum it together (epilogue/epilogue.cuh: SplitSpread), whether the splits reduce in a
+// thread-block cluster, and whether the last split sums the tile from flagged slots. For tests and tools; gemm() decides the same.
 #include "lutmm/config.hpp"
 
 namespace lutmm {
@@ -13,6 +13,7 @@ struct LaunchChoices {
   bool dependents_early = false;
   bool split_spread = false;  // (runtime/gemm.cpp: spread_pays, one_wave)
   bool cluster_split = false;  // (runtime/gemm.cpp: cluster_split_k)
+  bool split_flagged = false;  // (runtime/gemm.cpp: flagged_split_k; epilogue/epilogue.cuh: finish_flagged)
 };
 
 LaunchChoices launch_choices(const Problem& p, const KernelConfig& c);

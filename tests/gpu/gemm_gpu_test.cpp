@@ -454,6 +454,36 @@ TEST(GemmGpu, SpreadSplitKMatchesReferenceAndIsDeterministic) {
   }
 }
 
+// Split-K over flagged slots (runtime/gemm.cpp: flagged_split_k; epilogue/epilogue.cuh: finish_flagged): the last
+// split's block sums each tile from words that carry every other split's values with a mark, and clears them.
+// On the H200 the three 4-bit decode cases take that path (one-wave grids, pairs of values for at most a quarter of
+// the threads, four splits, an N tail); the 3-bit and 2-bit ones (bias, fp16) check whichever path the
+// runtime picks. Against the
+// reference and bitwise the same run after run; then rounds of fresh inputs alternating with a last-arrival GEMM
+// on the same stream (the two share the counter buffer): a summer that found a word still marked from an earlier
+// launch would add a stale value and miss the reference.
+TEST(GemmGpu, FlaggedSplitKMatchesReferenceAndIsDeterministic) {
+  REQUIRE_GPU();
+  const std::vector<ForcedCase> flagged = {{1, 4096, 4096, 4, 128, "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256"},
+                                           {2, 4104, 4096, 4, 128, "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256"},
+                                           {1, 2048, 8192, 4, 128, "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256"}};
+  const bool h200_like = current_device_info().arch() == 90 && current_device_info().sm_count >= 132;
+  if (h200_like)
+    for (const auto& [m, n, k, bits, group, name] : flagged)
+      EXPECT_TRUE(launch_choices(problem(m, n, k, bits, group, DType::bf16), KernelConfig::parse(name)).split_flagged)
+          << name << " at M = " << m;
+  expect_forced_configs_pass(flagged);
+  expect_forced_configs_pass({{1, 4104, 4096, 3, 64, "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem"},
+                              {1, 6152, 4096, 2, 128, "sm80_n32_m16_k256_s4_w2x1_sk2_lutreg"}});
+  const Problem last_arrival = problem(16, 4096, 4096, 4, 128, DType::bf16);
+  const KernelConfig last_arrival_config = KernelConfig::parse("sm80_n128_m16_k256_s3_w4x1_sk4_lutsmem256");
+  EXPECT_FALSE(launch_choices(last_arrival, last_arrival_config).split_flagged);
+  for (int round = 0; round < 4; ++round) {
+    expect_passes(problem(1, 4096, 4096, 4, 128, DType::bf16), KernelConfig::parse(std::get<5>(flagged[0])));
+    expect_passes(last_arrival, last_arrival_config);
+  }
+}
+
 // The spread sum's way out when its blocks are not all resident (a GPU shared with other work): a block that
 // has waited too long leaves its share to the last arrival (epilogue/epilogue.cuh). With no patience at all
 // (-DLUTMM_SPREAD_PATIENCE_NS=0) every block but the last leaves at once, so the last arrival sums the shares

@@ -12,6 +12,8 @@
 //    SM's L2 bandwidth (1.7 us of 11.7 on 64x4096x4096 with four splits of 32 KB tiles; docs/NOTES.md
 //    v1.15). A variant of its own rather than a launch parameter, because any change to the epilogue moves
 //    the register allocation of the (inlined) main loop (v1.12) and the other kernels stay as they were;
+//    or, with flagged slots (p.split_flags, where the whole grid is resident and the tile is small), the block of
+//    the last split sums, polling words that carry each value with its mark (finish_flagged);
 //  * several splits in one thread-block cluster (sm_90+, finish_in_cluster): the blocks exchange their tiles'
 //    shares through distributed shared memory, no global round trip.
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
@@ -124,6 +126,70 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
   });
 }
 
+// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, leaves a pair of the
+// tile's stored values to at most a quarter of the threads; this code needs at most one pair a thread). The block of split S - 1
+// sums the tile. Every other block writes each value of its pair into a 64-bit word with a mark, (value bits <<
+// 32) | 1, by one store whose words are each single-copy atomic, and leaves: no fence and no counter. Their round
+// trips (the slot stores' release, the counter's atomic, the reload after it) were most of the ~1 us by which a
+// decode GEMM's last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls the words of
+// its pair, adds them in split order with its own value in its place (the order of the last-arrival sum: the
+// same bits), and clears them, so every word is zero again when the next launch, which cannot write before this
+// one has finished, uses it. The summer waits for its tile's other splits: the runtime asks for this only where
+// the whole grid is resident at once (one wave, no MPS), so they run; one that found them missing for a second
+// (the promise broken) stops the kernel with a trap rather than hang or store a partial sum.
+inline constexpr long long kFlaggedPatienceNs = 1000000000ll;
+
+template <class K>
+LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int tid,
+                                 int rows) {
+  constexpr int kTileFloats = K::kTileM * K::kTileN, kOthers = kFlaggedMaxSplits - 1;
+  unsigned long long* const words = p.split_flags + static_cast<int64_t>(tile_id) * kOthers * kTileFloats;
+  const int summer = p.splits - 1;
+  const int i = 2 * tid;  // this thread's pair: values i and i + 1 of the stored rows (row-major, one row: tile_n is even)
+  float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
+  const bool has_pair = i < rows * K::kTileN;
+  auto marked = [](float v) { return (static_cast<unsigned long long>(__float_as_uint(v)) << 32) | 1ull; };
+  auto value = [](unsigned long long w) { return __uint_as_float(static_cast<uint32_t>(w >> 32)); };
+  if (split != summer) {
+    if (has_pair) ptx::store_relaxed_gpu(words + split * kTileFloats + i, marked(t[0]), marked(t[1]));
+    return;
+  }
+  if (has_pair) {
+    unsigned long long w[kOthers][2];
+#pragma unroll
+    for (int s = 0; s < kOthers; ++s)
+      if (s < summer) ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
+    const uint64_t since = ptx::global_timer_ns();
+#pragma unroll
+    for (int s = 0; s < kOthers; ++s) {
+      if (s >= summer) continue;
+      for (uint32_t looks = 1; (w[s][0] & w[s][1] & 1ull) == 0; ++looks) {
+        // (no sleep: each look is an L2 round trip already; a __nanosleep(32) between them cost 0.1-0.2 us)
+        if (looks % 16 == 0 && ptx::global_timer_ns() - since > static_cast<uint64_t>(kFlaggedPatienceNs)) __trap();
+        ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
+      }
+    }
+    float v0 = 0.f, v1 = 0.f;
+#pragma unroll
+    for (int s = 0; s <= kOthers; ++s) {
+      if (s < summer) {
+        v0 += value(w[s][0]);
+        v1 += value(w[s][1]);
+      } else if (s == summer) {
+        v0 += t[0];
+        v1 += t[1];
+      }
+    }
+    t[0] = v0;
+    t[1] = v1;
+#pragma unroll
+    for (int s = 0; s < kOthers; ++s)
+      if (s < summer) ptx::store_relaxed_gpu(words + s * kTileFloats + i, 0ull, 0ull);
+  }
+  __syncthreads();
+  store_tile<K>(p, tile, n0, m0, tid);
+}
+
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it
 // varies per tile and comes as stream_splits.
 template <class K>
@@ -138,6 +204,12 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   constexpr int kTileFloats = K::kTileM * K::kTileN;
   constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
   const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // rows past M are never read back
+  if constexpr (!K::kStreamK && !K::kSplitSpread) {
+    if (p.split_flags != nullptr && rows * K::kTileN <= 2 * K::kThreads && p.splits <= kFlaggedMaxSplits) {
+      finish_flagged<K>(p, tile, n0, m0, tile_id, split, tid, rows);
+      return;
+    }
+  }
   float* slots = p.workspace + static_cast<int64_t>(tile_id) * p.splits * kTileFloats;
   float* mine = slots + static_cast<int64_t>(split) * kTileFloats;
   for (int i = tid; i < rows * kQuads; i += K::kThreads) {

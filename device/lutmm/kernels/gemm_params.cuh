@@ -9,6 +9,9 @@ namespace lutmm {
 inline constexpr int kTraceHeaderWords = 16, kTraceRecordWords = 16;
 inline constexpr unsigned long long kTraceCapacity = 1ull << 18;  // (32 MB)
 
+// Split-K over flagged slots (GemmParams::split_flags): at most this many splits of a tile.
+inline constexpr int kFlaggedMaxSplits = 4;
+
 struct GemmParams {
   const uint16_t* x;        // [m][k] activations
   uint16_t* out;            // [m][n]
@@ -29,6 +32,9 @@ struct GemmParams {
                             // wave of blocks, each taking a run of the tiles_n x tiles_m x k_tiles units)
   int dependents_early;     // 1: let the stream's next kernel launch at the start, not after the main loop
                             // (runtime/gemm.cpp decides: where the grid leaves no SM room it could pack into)
+  unsigned long long* split_flags;  // split-K over flagged slots (epilogue/epilogue.cuh: finish_flagged): per
+                                   // tile, kFlaggedMaxSplits - 1 slots of tile_m x tile_n words, zero between
+                                   // launches; null: the last arrival sums (runtime/gemm.cpp: flagged_split_k)
   unsigned long long* trace;  // developers: the per-block trace of kernels built with -DLUTMM_TIMELINE=3
                               // (ptx/timeline.cuh; runtime/trace.hpp), else null
 };

@@ -61,6 +61,11 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const int warp_n = warp % K::kWarpsN, warp_m = (warp / K::kWarpsN) % K::kWarpsM;
   const int warp_k = warp / (K::kWarpsN * K::kWarpsM);
   const int g = lane >> 2;
+  // The table's entries first: their round trip overlaps the index arithmetic and copies below instead of
+  // following them (v1.28's trace: blocks that enter after the previous kernel ended have the prologue on the
+  // critical path; v1.29, with the x rows past M unzeroed: 0.973x over 55 decode and small shapes, 1 x 4096 x
+  // 4096 5.60 -> 5.38 us).
+  const uint32_t table_entry = lut::table_entry_of_lane_now<K::kBits>(p.table, lane);
   // The block's work: one (tile, K split) under split-K, a run of them under Stream-K.
   scheduler::StreamK stream(p, blockIdx.x, gridDim.x);
   scheduler::TileWork work;
@@ -79,9 +84,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
   // W and scales of its first stages and builds the table (weights are taken to be unchanged by it: a GEMM
-  // right after a kernel that writes them is launched without the overlap, GemmOptions::weights_just_written),
-  // zeroes the x rows past M and, where the grid fills the GPU or leaves most of it idle, lets the stream's
-  // next kernel launch already (p.dependents_early; otherwise after the main loop, below). Copying the first
+  // right after a kernel that writes them is launched without the overlap, GemmOptions::weights_just_written)
+  // and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch already
+  // (p.dependents_early; otherwise after the main loop, below). Copying the first
   // stages here instead of prefetching them into L2 took 0.1-0.5 us off small and decode GEMMs (docs/NOTES.md,
   // v1.12). (Under Stream-K: the first item's.)
   using Layout = pipeline::StageLayout<K>;
@@ -119,12 +124,11 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if constexpr (K::kStreamK) copy_next = run_start;  // (x of the same units after the dependency wait)
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
     loader.prefetch_w(work.kt_begin + d);
-  loader.zero_x_tail(smem);
   timeline.mark_before_wait(0);
   // The table, a part of the weights like W: built here, it overlaps the previous kernel's tail instead of
   // delaying the first k tile (0.94x over 17 decode and small shapes, 1 x 4096 x 4096 6.47 -> 5.94 us,
   // 2 x 320 x 1280 2.65 -> 2.41; docs/NOTES.md v1.16). The main loop's first barrier publishes it.
-  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, p.table, tid, K::kThreads);
+  const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, table_entry, tid, K::kThreads);
   timeline.mark_before_wait(1);
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
@@ -382,10 +386,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
     num_kt = work.kt_end - work.kt_begin;
     loader.aim(work.n0, work.m0);
-    // Every thread is done reading the epilogue tile; where x lives in the stages, the tile overwrote the
-    // zeroed x rows past M of its stage (rows no copy ever writes: one tile row, the same M tail throughout).
-    __syncthreads();
-    if constexpr (!K::kIoInHoles) loader.zero_x_tail(smem);
   }
   }
 }

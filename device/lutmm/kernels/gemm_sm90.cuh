@@ -129,7 +129,6 @@ LUTMM_DEVICE void gemm_sm90(const GemmParams& p, const ptx::TensorMap* x_map = n
   for (bool first_item = true;; first_item = false) {
     const int num_kt = work.kt_end - work.kt_begin;
     const pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
-    loader.zero_x_tail(pipe);  // (again for every item: the last one's epilogue tile overwrote the stages)
     // Prologue: kStages - 2 tiles ahead (one commit per stage, even when empty, keeps the wait count exact).
 #pragma unroll
     for (int s = 0; s < K::kStages - 2; ++s) {

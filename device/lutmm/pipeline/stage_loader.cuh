@@ -4,7 +4,10 @@
 // Each thread's copies sit at fixed places of the tile, so their addresses are computed once and each k
 // tile only adds one offset (the address arithmetic would otherwise rival the dequantization in
 // instructions: ~110 of a decode k tile's 640 instructions before, docs/NOTES.md v1.7). Rows of x past M
-// are never copied (zeroed once instead); columns past K are zero-filled by the copy itself (src-size 0).
+// are neither copied nor zeroed: whatever a stage holds there meets the MMA as x columns past M, which only
+// feed output columns past M, and no epilogue stores or sums those (zeroing them once took 0.1 us off
+// the prologue of every decode block; docs/NOTES.md v1.29). Columns past K are zero-filled by the copy
+// itself (src-size 0): they meet real W rows.
 // Strips past the padded N (the last tile of an N that the tile does not divide) copy the last real strip
 // again: their rows are never stored, and an always-valid source needs no predicate in the main loop.
 #include "lutmm/kernels/gemm_params.cuh"
@@ -97,19 +100,6 @@ struct StageLoader {
       const int i = tid + j * K::kThreads;
       const int r = i / kScaleChunksPerRow, c = i % kScaleChunksPerRow;
       s_src[j] = tile_scale_columns(p, n0, c * 8) + static_cast<int64_t>(r) * p.n_padded;
-    }
-  }
-
-  // Zeroes the x rows past M in every stage once, so a decode step (M = 1) issues no copies for them.
-  // Ordinary stores: the first barrier of the main loop orders them before any ldmatrix.
-  LUTMM_DEVICE void zero_x_tail(uint8_t* smem) const {
-    if constexpr (K::kXMulticast == 1) {  // (TMA multicast fills the rows past M with zeros itself)
-      for (int s = 0; s < K::kStages; ++s) {
-        uint8_t* xs = Layout::x(smem, s);
-        for (int i = rows * kXChunksPerRow + tid; i < K::kTileM * kXChunksPerRow; i += K::kThreads)
-          *reinterpret_cast<dev::uint4_t*>(xs + Layout::x_offset(i / kXChunksPerRow, i % kXChunksPerRow)) =
-              dev::uint4_t{0u, 0u, 0u, 0u};
-      }
     }
   }
 

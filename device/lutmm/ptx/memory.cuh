@@ -100,6 +100,15 @@ LUTMM_DEVICE uint32_t load_acquire_gpu(const uint32_t* address) {
   return v;
 }
 
+// Two 64-bit words with relaxed semantics at GPU scope: each word is single-copy atomic, so a word that carries a
+// value and its own "written" mark needs no fence between the two (epilogue.cuh: finish_flagged).
+LUTMM_DEVICE void store_relaxed_gpu(unsigned long long* address, unsigned long long a, unsigned long long b) {
+  asm volatile("st.relaxed.gpu.global.v2.b64 [%0], {%1, %2};\n" ::"l"(address), "l"(a), "l"(b) : "memory");
+}
+LUTMM_DEVICE void load_relaxed_gpu(const unsigned long long* address, unsigned long long& a, unsigned long long& b) {
+  asm volatile("ld.relaxed.gpu.global.v2.b64 {%0, %1}, [%2];\n" : "=l"(a), "=l"(b) : "l"(address) : "memory");
+}
+
 // Compare-and-swap with acquire-release semantics at GPU scope: returns the value found (== expected: swapped).
 LUTMM_DEVICE uint32_t atomic_cas_acq_rel_gpu(uint32_t* address, uint32_t expected, uint32_t desired) {
   uint32_t found;
