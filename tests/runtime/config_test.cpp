@@ -9,9 +9,11 @@
 #include "described_gpus.hpp"
 #include "lutmm/config.hpp"
 #include "lutmm/error.hpp"
+#include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "lutmm/shapes.hpp"
 #include "runtime/kernel_shapes.hpp"
+#include "runtime/workspace.hpp"
 
 namespace lutmm {
 namespace {
@@ -365,6 +367,36 @@ TEST(KernelConfig, ShortKOffersOneKTileASplitOnce) {
   EXPECT_TRUE(names.count("sm80_n64_m8_k256_s3_w4x1x2_sk5_lutsmem")) << "one k tile a split";
   EXPECT_FALSE(names.count("sm80_n64_m8_k256_s3_w4x1x2_sk8_lutsmem")) << "more splits than k tiles";
   EXPECT_TRUE(names.count("sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem")) << "ten 128-deep k tiles: eight splits stay";
+}
+
+// The split-K workspace: a float slot per tile and split, a counter per tile, and, where the runtime may sum small
+// decode tiles from flagged slots (runtime/gemm.cpp: flagged_tile; epilogue/epilogue.cuh: finish_flagged), after the
+// counters (rounded up to 16 bytes: the kernels move pairs of 64-bit words) kFlaggedMaxSplits - 1 slots of tile_m x
+// tile_n words a tile, two counter words each.
+TEST(SplitKWorkspace, FlaggedSlotsFollowTheCountersWhereSmallDecodeTilesMayUseThem) {
+  const DeviceInfo dev = described_h200();
+  const KernelConfig c = KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");  // 256 threads
+  const size_t flag_counters = size_t{kFlaggedMaxSplits - 1} * 8 * 64 * 2;  // a tile's flag words, in counters
+  // 1 x 4096 x 4096: 64 tiles of four splits; one row of 64 values makes 32 pairs (<= a quarter of 256 threads)
+  SplitKWorkspace w = split_k_workspace(c, problem(1, 4096, 4096), dev);
+  EXPECT_EQ(w.float_bytes, size_t{64} * 4 * 8 * 64 * sizeof(float));
+  EXPECT_EQ(w.counters, 64 + 64 * flag_counters);
+  // 2 x 4104 x 4096: 65 tiles; the flag words start at counter 68 (16-byte aligned)
+  w = split_k_workspace(c, problem(2, 4104, 4096), dev);
+  EXPECT_EQ(w.counters, 68 + 65 * flag_counters);
+  // 4 rows: 128 pairs, more than a quarter of the threads; Stream-K, eight splits, the sm90 family: no flag words
+  EXPECT_EQ(split_k_workspace(c, problem(4, 4096, 4096), dev).counters, 64u);
+  for (const char* name : {"sm80_n64_m8_k256_s3_w4x1x2_skstream_lutsmem256", "sm80_n64_m8_k256_s3_w4x1x2_sk8_lutsmem256",
+                           "sm90_n128_m8_k128_s4_w8x1_sk4_lutsmem"}) {
+    const KernelConfig other = KernelConfig::parse(name);
+    const SplitKWorkspace o = split_k_workspace(other, problem(1, 4096, 4096), dev);
+    const size_t tiles = static_cast<size_t>(4096 / other.tile_n);
+    EXPECT_TRUE(o.counters <= tiles) << name << ": " << o.counters << " counters for " << tiles << " tiles";
+  }
+  // one split: no workspace at all
+  EXPECT_EQ(split_k_workspace(KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1x2_sk1_lutsmem256"), problem(1, 4096, 4096), dev)
+                .counters,
+            0u);
 }
 
 }  // namespace
