@@ -159,9 +159,9 @@ bool env_switch_on(const char* name) {
 // words that carry each value with its mark, the others store and leave, instead of the last arrival summing
 // after a release, a counter atomic and a reload (docs/NOTES.md v1.29: 1 x 4096 x 4096 5.37 -> 5.11 us, 2 x 4096 x
 // 4096 5.36 -> 5.21). Where the tile's stored values make pairs for at most a quarter of the block's threads and the
-// splits are at most kFlaggedMaxSplits, on sm80 tiles: measured, a pair for every thread (4 and 8 x 4096 x 4096 on
-// 64 x 8 tiles of 256 threads: 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128: 1.01-1.02x) and
-// eight splits (1 x 8192 x 28672 1.04x) lost. The runtime also needs the whole grid resident at once
+// splits are at most kFlaggedMaxSplits, on sm80 tiles: a pair for every thread lost (4 and 8 x 4096 x 4096 on
+// 64 x 8 tiles of 256 threads: 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128: 1.02-1.03x; v1.29 run
+// 4 against run 3's times without it, on another machine), and so did eight splits (1 x 8192 x 28672 1.04x, run 3). The runtime also needs the whole grid resident at once
 // (flagged_split_k), as the summer waits.
 bool flagged_tile(const KernelConfig& c, const Problem& p, int splits) {
   return c.family == 80 && c.split_k != kStreamK && splits >= 2 && splits <= kFlaggedMaxSplits &&

@@ -126,10 +126,11 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
   });
 }
 
-// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, leaves a pair of the
-// tile's stored values to at most a quarter of the threads; this code needs at most one pair a thread). The block of split S - 1
-// sums the tile. Every other block writes each value of its pair into a 64-bit word with a mark, (value bits <<
-// 32) | 1, by one store whose words are each single-copy atomic, and leaves: no fence and no counter. Their round
+// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, leaves a pair of
+// the tile's stored values to at most a quarter of the threads; this code needs at most one pair a thread). The
+// block of split S - 1 sums the tile. Every other block writes each value of its pair into a 64-bit word with a
+// mark, (value bits << 32) | 1, by one store whose words are each single-copy atomic, and leaves: no fence and no
+// counter. Their round
 // trips (the slot stores' release, the counter's atomic, the reload after it) were most of the ~1 us by which a
 // decode GEMM's last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls the words of
 // its pair, adds them in split order with its own value in its place (the order of the last-arrival sum: the
@@ -164,7 +165,7 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
     for (int s = 0; s < kOthers; ++s) {
       if (s >= summer) continue;
       for (uint32_t looks = 1; (w[s][0] & w[s][1] & 1ull) == 0; ++looks) {
-        // (no sleep: each look is an L2 round trip already; a __nanosleep(32) between them cost 0.1-0.2 us)
+        // (no sleep between looks: each is an L2 round trip already)
         if (looks % 16 == 0 && ptx::global_timer_ns() - since > static_cast<uint64_t>(kFlaggedPatienceNs)) __trap();
         ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
       }
