@@ -57,7 +57,7 @@ __global__ void lookup_loop(const uint16_t* table, const uint32_t* words_in, flo
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const lut::KernelLut<4, kRowBytes> dequantizer(pair_table, table, threadIdx.x, blockDim.x);
   lut::RegisterLut<4> register_table;
-  if constexpr (kRegWarpsOf4 > 0) register_table.load(table, lane);
+  if constexpr (kRegWarpsOf4 > 0) register_table.load(lut::table_entry_of_lane<4>(table, lane));
   for (int i = threadIdx.x; i < (blockDim.x / 32) * kWordsPerWarp; i += blockDim.x) words[i] = words_in[i % 4096];
   for (int i = threadIdx.x; i < kXBytes / 4; i += blockDim.x)
     reinterpret_cast<uint32_t*>(x)[i] = 0x3f803f80u ^ (static_cast<uint32_t>(i) * 0x00010001u & 0x003f003fu);

@@ -126,18 +126,17 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
   });
 }
 
-// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, leaves a pair of
-// the tile's stored values to at most a quarter of the threads; this code needs at most one pair a thread). The
-// block of split S - 1 sums the tile. Every other block writes each value of its pair into a 64-bit word with a
-// mark, (value bits << 32) | 1, by one store whose words are each single-copy atomic, and leaves: no fence and no
-// counter. Their round
-// trips (the slot stores' release, the counter's atomic, the reload after it) were most of the ~1 us by which a
-// decode GEMM's last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls the words of
-// its pair, adds them in split order with its own value in its place (the order of the last-arrival sum: the
-// same bits), and clears them, so every word is zero again when the next launch, which cannot write before this
-// one has finished, uses it. The summer waits for its tile's other splits: the runtime asks for this only where
-// the whole grid is resident at once (one wave, no MPS), so they run; one that found them missing for a second
-// (the promise broken) stops the kernel with a trap rather than hang or store a partial sum.
+// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, leaves a pair of the
+// tile's stored values to at most a quarter of the threads; this code needs at most one pair a thread, which finish()
+// checks). The block of split S - 1 sums the tile. Every other block writes each value of its pair into a 64-bit word
+// with a mark, (value bits << 32) | 1, by one store whose words are each single-copy atomic, and leaves: no fence and
+// no counter. Their round trips (the slot stores' release, the counter's atomic, the reload after it) were most of the
+// ~1 us by which a decode GEMM's last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls
+// the words of its pair, adds them in split order with its own value in its place (the order of the last-arrival sum:
+// the same bits), and clears them, so every word is zero again when the next launch, which cannot write before this one
+// has finished, uses it. The summer waits for its tile's other splits: the runtime asks for this only where the whole
+// grid is resident at once (one wave, no MPS), so they run; one that found them missing for a second (the promise
+// broken) stops the kernel with a trap rather than hang or store a partial sum.
 inline constexpr long long kFlaggedPatienceNs = 1000000000ll;
 
 template <class K>
@@ -146,7 +145,7 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
   constexpr int kTileFloats = K::kTileM * K::kTileN, kOthers = kFlaggedMaxSplits - 1;
   unsigned long long* const words = p.split_flags + static_cast<int64_t>(tile_id) * kOthers * kTileFloats;
   const int summer = p.splits - 1;
-  const int i = 2 * tid;  // this thread's pair: values i and i + 1 of the stored rows (row-major, one row: tile_n is even)
+  const int i = 2 * tid;  // this thread's pair: values i, i + 1 of the stored rows (row-major; tile_n is even)
   float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
   const bool has_pair = i < rows * K::kTileN;
   auto marked = [](float v) { return (static_cast<unsigned long long>(__float_as_uint(v)) << 32) | 1ull; };
@@ -336,8 +335,8 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
 //
 // How the partials travel, in the sm90 kernels where the pipeline's shared memory has room for the incoming
 // shares next to the tile (ClusterPush<K>::kFits; all but the largest tiles): pushed by bulk copies. Each
-// block initialises an mbarrier for the (S - 1) shares it will receive; one relaxed cluster barrier (every block is done with
-// its main loop, so the memory the shares land in is free, and its barrier is initialised); then thread 0
+// block initialises an mbarrier for the (S - 1) shares it will receive; one relaxed cluster barrier (every block
+// is done with its main loop, so the memory the shares land in is free, and its barrier is initialised); then thread 0
 // copies share r of its tile into receive slot `rank` of block r, for every other r (cp.async.bulk, S - 1
 // copies), and each block waits on its own mbarrier, sums, stores, and meets the others at a last relaxed
 // barrier (no block leaves while its tile may still be read by a copy). No fence with cluster scope: the

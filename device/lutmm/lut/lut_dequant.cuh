@@ -29,8 +29,8 @@ template <int kBits>
 LUTMM_DEVICE uint32_t table_entry_of_lane(const uint16_t* table, int lane) {
   return lane < (1 << kBits) ? static_cast<uint32_t>(__ldg(table + lane)) : 0u;
 }
-// The same as a load the compiler issues where it stands (volatile: not moved past the copies that follow it), for a
-// kernel that wants the table's round trip to overlap its prologue instead of following it.
+// The same as a load the compiler issues where it stands (volatile: not moved past the copies that follow it),
+// for a kernel that wants the table's round trip to overlap its prologue instead of following it.
 template <int kBits>
 LUTMM_DEVICE uint32_t table_entry_of_lane_now(const uint16_t* table, int lane) {
   uint16_t v = 0;
@@ -79,11 +79,8 @@ struct SharedPairLut {
   // 2048) and the thread count are multiples of 32, so every warp runs the loop as a whole, as the
   // shuffles need. (One 4-byte store per thread and copy took four times the iterations: ~600 instructions
   // a thread for the 4-bit table, in every block's prologue.)
-  LUTMM_DEVICE static void build(uint32_t* smem, const uint16_t* table, int tid, int threads) {
-    build_from_entry(smem, table_entry_of_lane<kBits>(table, tid & 31), tid, threads);
-  }
   // entry: table_entry_of_lane(table, tid & 31), loaded by the caller.
-  LUTMM_DEVICE static void build_from_entry(uint32_t* smem, uint32_t entry, int tid, int threads) {
+  LUTMM_DEVICE static void build(uint32_t* smem, uint32_t entry, int tid, int threads) {
     constexpr int kChunksPerRow = kCopies / 4;
     for (int i = tid; i < kEntries * kChunksPerRow; i += threads) {
       const uint32_t row = static_cast<uint32_t>(i / kChunksPerRow);
@@ -126,9 +123,8 @@ struct RegisterLut {
   static constexpr int kPlanes = kEntries > 4 ? kEntries / 4 : 1;
   uint32_t lo[4], hi[4];
 
-  // Called by all 32 lanes of a warp together.
-  LUTMM_DEVICE void load(const uint16_t* table, int lane) { load_from_entry(table_entry_of_lane<kBits>(table, lane)); }
-  LUTMM_DEVICE void load_from_entry(uint32_t entry) {
+  // Called by all 32 lanes of a warp together; entry: table_entry_of_lane(table, lane).
+  LUTMM_DEVICE void load(uint32_t entry) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       lo[j] = 0;
@@ -176,24 +172,17 @@ struct KernelLut {
   Shared shared;
   RegisterLut<kBits> reg;
 
-  LUTMM_DEVICE KernelLut(uint32_t* storage, const uint16_t* table, int tid, int threads)
-      : shared{reinterpret_cast<const uint8_t*>(storage), static_cast<uint32_t>(tid & 31) * 4} {
-    if constexpr (kShared) {
-      Shared::build(storage, table, tid, threads);
-    } else {
-      reg.load(table, tid & 31);
-    }
-  }
-
-  // The same from this lane's table entry, loaded ahead by the kernel (table_entry_of_lane_now).
+  // From this lane's table entry (table_entry_of_lane, or table_entry_of_lane_now where a kernel loads it ahead).
   LUTMM_DEVICE KernelLut(uint32_t* storage, uint32_t entry, int tid, int threads)
       : shared{reinterpret_cast<const uint8_t*>(storage), static_cast<uint32_t>(tid & 31) * 4} {
     if constexpr (kShared) {
-      Shared::build_from_entry(storage, entry, tid, threads);
+      Shared::build(storage, entry, tid, threads);
     } else {
-      reg.load_from_entry(entry);
+      reg.load(entry);
     }
   }
+  LUTMM_DEVICE KernelLut(uint32_t* storage, const uint16_t* table, int tid, int threads)
+      : KernelLut(storage, table_entry_of_lane<kBits>(table, tid & 31), tid, threads) {}
 
   LUTMM_DEVICE void slice(const uint32_t* w, int s, uint32_t (&a)[4]) const {
     if constexpr (kShared) {

@@ -5,8 +5,8 @@
 // tile only adds one offset (the address arithmetic would otherwise rival the dequantization in
 // instructions: ~110 of a decode k tile's 640 instructions before, docs/NOTES.md v1.7). Rows of x past M
 // are neither copied nor zeroed: whatever a stage holds there meets the MMA as x columns past M, which only
-// feed output columns past M, and no epilogue stores or sums those (zeroing them once took 0.1 us off
-// the prologue of every decode block; docs/NOTES.md v1.29). Columns past K are zero-filled by the copy
+// feed output columns past M, and no epilogue stores or sums those (leaving them took ~0.1 us off the
+// prologue of every decode block; docs/NOTES.md v1.29). Columns past K are zero-filled by the copy
 // itself (src-size 0): they meet real W rows.
 // Strips past the padded N (the last tile of an N that the tile does not divide) copy the last real strip
 // again: their rows are never stored, and an always-valid source needs no predicate in the main loop.
@@ -53,7 +53,7 @@ struct StageLoader {
   static constexpr int kPrefetchIters = dev::ceil_div(kLines, K::kThreads);
 
   const GemmParams& p;
-  int tid, rows;  // rows: x rows of this tile below M
+  int tid;
   // W: this thread's source at k tile 0 (always a real strip, see above)
   const uint8_t* w_src[kWIters];
   // x: source row start at k = 0 (null when this thread has no chunk), chunk column, destination offset
@@ -70,7 +70,7 @@ struct StageLoader {
 
   // The sources of the tile whose first W row is n0 and first x row m0 (again for each Stream-K item).
   LUTMM_DEVICE void aim(int n0, int m0) {
-    rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
+    const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // x rows of this tile below M
     const int64_t k_atoms = p.k_padded / layout::kAtomCols;
 #pragma unroll
     for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {  // W in registers: the kernel loads it
