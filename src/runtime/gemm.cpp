@@ -160,9 +160,9 @@ bool env_switch_on(const char* name) {
 // after a release, a counter atomic and a reload (docs/NOTES.md v1.29: 1 x 4096 x 4096 5.37 -> 5.11 us, 2 x 4096 x
 // 4096 5.36 -> 5.21). Where the tile's stored values make pairs for at most a quarter of the block's threads and the
 // splits are at most kFlaggedMaxSplits, on sm80 tiles: a pair for every thread lost (4 and 8 x 4096 x 4096 on
-// 64 x 8 tiles of 256 threads: 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128: 1.02-1.03x; v1.29 run
-// 4 against run 3's times without it, on another machine), and so did eight splits (1 x 8192 x 28672 1.04x, run 3). The runtime also needs the whole grid resident at once
-// (flagged_split_k), as the summer waits.
+// 64 x 8 tiles of 256 threads: 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128: 1.02-1.03x; v1.29
+// run 4 against run 3's times without it, on another machine), and so did eight splits (1 x 8192 x 28672 1.04x,
+// run 3). The runtime also needs the whole grid resident at once (flagged_split_k), as the summer waits.
 bool flagged_tile(const KernelConfig& c, const Problem& p, int splits) {
   return c.family == 80 && c.split_k != kStreamK && splits >= 2 && splits <= kFlaggedMaxSplits &&
          std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 2 <= c.threads();
@@ -338,6 +338,7 @@ struct Plan {
   uint64_t workspace_generation = 0;
   float* workspace = nullptr;
   uint32_t* counters = nullptr;
+  unsigned long long* split_flags = nullptr;  // GemmParams::split_flags: after the counters where split_flagged
   // kernel_takes_x_map: x's TMA tensor map, encoded for the x this plan last ran on (a call with the same x,
   // e.g. a CUDA graph's capture and a benchmark's repeats, reuses it)
   ptx::TensorMap x_map{};
@@ -551,6 +552,9 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
       std::lock_guard lock(g_workspace_mutex);
       plan->workspace = static_cast<float*>(ws.floats.get());
       plan->counters = static_cast<uint32_t*>(ws.counters.get());
+      if (plan->split_flagged)
+        plan->split_flags = reinterpret_cast<unsigned long long*>(
+            plan->counters + flag_words_offset(static_cast<size_t>(plan->tiles_n) * plan->tiles_m));
       plan->workspace_generation = generation;  // a replacement after the load above forces one more refresh
     }
   }
@@ -576,10 +580,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;
-  params.split_flags = plan->split_flagged && plan->counters != nullptr
-                           ? reinterpret_cast<unsigned long long*>(
-                                 plan->counters + flag_words_offset(static_cast<size_t>(plan->tiles_n) * plan->tiles_m))
-                           : nullptr;
+  params.split_flags = plan->split_flags;
   params.trace = trace::buffer();
   void* args[] = {&params, &plan->x_map};  // (the tensor map: only where kernel_takes_x_map)
   if (kernel_takes_x_map(plan->config) && plan->x_map_base != x) {

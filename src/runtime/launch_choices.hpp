@@ -3,7 +3,8 @@
 // stream's previous kernel (sm_90+), and whether it lets the stream's next kernel launch at its start
 // (GemmParams::dependents_early) or only after its main loop; whether it runs the kernel variant whose
 // splits of a tile sum it together (epilogue/epilogue.cuh: SplitSpread), whether the splits reduce in a
-// thread-block cluster, and whether the last split sums the tile from flagged slots. For tests and tools; gemm() decides the same.
+// thread-block cluster, and whether the last split sums the tile from flagged slots. For tests and tools; gemm()
+// decides the same.
 #include "lutmm/config.hpp"
 
 namespace lutmm {
