@@ -54,17 +54,19 @@ size_t write_csv(const std::string& path, size_t* dropped) {
   // an entry time of 0 and is left out.
   std::vector<const unsigned long long*> records;
   for (size_t i = 0; i < kept; ++i)
-    if (words[i * kTraceRecordWords] != 0) records.push_back(&words[i * kTraceRecordWords]);
-  std::sort(records.begin(), records.end(), [](auto* a, auto* b) { return a[0] < b[0]; });
+    if (words[i * kTraceRecordWords + kTraceEntryNs] != 0) records.push_back(&words[i * kTraceRecordWords]);
+  std::sort(records.begin(), records.end(), [](auto* a, auto* b) { return a[kTraceEntryNs] < b[kTraceEntryNs]; });
   std::ofstream out(path);
   if (!out) throw_argument_error("path", "a file the trace can be written to", path);
   out << "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,"
          "cyc_main_loop,cyc_staged,cyc_exit,grid_blocks,cyc_prologue_copies,cyc_prologue_table\n";
   auto cycles = [](unsigned long long c) { return c == ~0ull ? std::string("-1") : std::to_string(c); };
   for (const unsigned long long* r : records) {
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r[3], r[4], r[5], r[6], r[7], r[0], r[1],
-                       r[2], cycles(r[8]), cycles(r[9]), cycles(r[10]), cycles(r[11]), cycles(r[12]), r[13],
-                       cycles(r[14]), cycles(r[15]));
+    const unsigned long long* mark = r + kTraceMarkCycles;  // marks 1..5
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r[kTraceTag], r[kTraceSm], r[kTraceBlockX],
+                       r[kTraceBlockY], r[kTraceBlockZ], r[kTraceEntryNs], r[kTraceDependencyNs], r[kTraceExitNs],
+                       cycles(mark[0]), cycles(mark[1]), cycles(mark[2]), cycles(mark[3]), cycles(mark[4]),
+                       r[kTraceGridBlocks], cycles(r[kTraceBeforeWaitCycles]), cycles(r[kTraceBeforeWaitCycles + 1]));
   }
   out.close();
   if (!out) throw_argument_error("path", "a file the trace can be written to", path + " (write failed)");

@@ -8,6 +8,17 @@ namespace lutmm {
 // records taken, which start at word kTraceHeaderWords, kTraceRecordWords words each, at most kTraceCapacity.
 inline constexpr int kTraceHeaderWords = 16, kTraceRecordWords = 16;
 inline constexpr unsigned long long kTraceCapacity = 1ull << 18;  // (32 MB)
+// The words of one record: globaltimer ns at entry, dependency met and exit; the kernel's tag, SM and block; SM
+// cycles from entry to marks 1..5 (Timeline::mark; ~0 where a kernel has no such mark); the grid's blocks; cycles
+// from entry to the two marks before the dependency wait (Timeline::mark_before_wait).
+enum TraceWord : int {
+  kTraceEntryNs, kTraceDependencyNs, kTraceExitNs, kTraceTag, kTraceSm, kTraceBlockX, kTraceBlockY, kTraceBlockZ,
+  kTraceMarkCycles,                        // marks 1..5: kTraceMarkCycles + mark - 1
+  kTraceGridBlocks = kTraceMarkCycles + 5,
+  kTraceBeforeWaitCycles,                  // the two marks before the wait: + 0, + 1
+  kTraceUsedWords = kTraceBeforeWaitCycles + 2
+};
+static_assert(kTraceUsedWords <= kTraceRecordWords, "a trace record fits its slot");
 
 // Split-K over flagged slots (GemmParams::split_flags): at most this many splits of a tile.
 inline constexpr int kFlaggedMaxSplits = 4;

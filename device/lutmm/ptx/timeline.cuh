@@ -12,10 +12,8 @@
 // The printf costs tens of us a launch where many launches run back to back (the benchmark's graphs: the next
 // launch waits for it), so the boundary between launches needs -DLUTMM_TIMELINE=3: no printf; thread 0 of every
 // block takes a record slot at entry (one relaxed atomic add, waited for only at exit) and at exit writes its
-// record into the trace buffer that the runtime passes as GemmParams::trace (runtime/trace.hpp; `lutmm bench --trace FILE`;
-// the buffer's word 0 counts the records, which start at word kTraceHeaderWords, kTraceRecordWords each):
-//   entry ns, dependency met ns, exit ns, tag, sm, block x, y, z, cycles from entry to marks 1..5, blocks of the grid,
-//   cycles from entry to the two marks before the dependency wait (mark_before_wait: where a kernel sets them)
+// record into the trace buffer that the runtime passes as GemmParams::trace (runtime/trace.hpp; `lutmm bench
+// --trace FILE`), laid out as kernels/gemm_params.cuh's TraceWord says.
 #include "lutmm/common.cuh"
 #include "lutmm/kernels/gemm_params.cuh"  // (the trace buffer's layout)
 
@@ -67,12 +65,14 @@ struct Timeline {
 #if LUTMM_TIMELINE >= 3
     if (trace == nullptr || slot >= kTraceCapacity) return;
     unsigned long long* r = trace + kTraceHeaderWords + slot * kTraceRecordWords;
-    r[0] = entry_ns, r[1] = wait_ns, r[2] = exit_ns, r[3] = static_cast<unsigned long long>(tag), r[4] = sm;
-    r[5] = blockIdx.x, r[6] = blockIdx.y, r[7] = blockIdx.z;
-    for (int i = 1; i < kMarks; ++i) r[7 + i] = clock[i] > 0 ? static_cast<unsigned long long>(clock[i] - clock[0]) : ~0ull;
-    r[13] = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
+    r[kTraceEntryNs] = entry_ns, r[kTraceDependencyNs] = wait_ns, r[kTraceExitNs] = exit_ns;
+    r[kTraceTag] = static_cast<unsigned long long>(tag), r[kTraceSm] = sm;
+    r[kTraceBlockX] = blockIdx.x, r[kTraceBlockY] = blockIdx.y, r[kTraceBlockZ] = blockIdx.z;
+    for (int i = 1; i < kMarks; ++i)
+      r[kTraceMarkCycles + i - 1] = clock[i] > 0 ? static_cast<unsigned long long>(clock[i] - clock[0]) : ~0ull;
+    r[kTraceGridBlocks] = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
     for (int j = 0; j < 2; ++j)
-      r[14 + j] = before_wait[j] > 0 ? static_cast<unsigned long long>(before_wait[j] - clock[0]) : ~0ull;
+      r[kTraceBeforeWaitCycles + j] = before_wait[j] > 0 ? static_cast<unsigned long long>(before_wait[j] - clock[0]) : ~0ull;
 #else
     struct {
       int tag, x, y, z;
