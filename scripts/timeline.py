@@ -50,6 +50,15 @@ def blocks_report(recs, ghz):
         print(f"  main loop on SMs that ran {n} block(s): median {statistics.median(loops):.2f} us ({len(loops)} blocks)")
 
 
+def measured_ghz(recs, entry, exit_, cycles):
+    """The SM clock the blocks ran at: the median of SM cycles from entry to exit over globaltimer ns, over blocks
+    that lived at least 2 us (globaltimer ticks every 32 ns on the H200). Under a decode GEMM's load the H200's SMs
+    ran at ~1.78 GHz, not the 1.98 of its boost clock (docs/NOTES.md v1.30): a fixed 1.98 made the phases
+    measured in cycles ~10% short and mixed them wrongly with the globaltimer marks."""
+    rates = [r[cycles] / (r[exit_] - r[entry]) for r in recs if r[exit_] - r[entry] >= 2000 and r[cycles] > 0]
+    return statistics.median(rates) if rates else None
+
+
 def trace_report(path, ghz):
     """Every block of every launch (-DLUTMM_TIMELINE=3, `lutmm bench --trace`)."""
     recs = []
@@ -66,6 +75,9 @@ def trace_report(path, ghz):
         n = recs[i]["grid_blocks"]
         launches.append(recs[i:i + n])
         i += n
+    if ghz is None:
+        ghz = measured_ghz(recs, "entry_ns", "exit_ns", "cyc_exit") or 1.98
+        print(f"SM clock {ghz:.3f} GHz (cycles over globaltimer, median over the blocks)")
     us = lambda cyc: cyc / ghz / 1000
     # runs of consecutive launches of one grid, at most 50 us apart (one shape's graph replays)
     runs, cur = [], [launches[0]]
@@ -132,7 +144,8 @@ def trace_report(path, ghz):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", nargs="?", default="-")
-    ap.add_argument("--ghz", type=float, default=1.98, help="SM clock for cycles -> us (H200 boost: 1.98)")
+    ap.add_argument("--ghz", type=float, default=None,
+                    help="SM clock for cycles -> us (default: measured from the records' cycles and globaltimer)")
     ap.add_argument("--blocks", action="store_true", help="every block of one launch (-DLUTMM_TIMELINE=2)")
     ap.add_argument("--trace", action="store_true", help="LOG is the CSV of `lutmm bench --trace` (-DLUTMM_TIMELINE=3)")
     args = ap.parse_args()
@@ -153,6 +166,10 @@ def main():
     if not runs:
         print("no TL lines (was the kernel compiled with -DLUTMM_TIMELINE=1?)")
         return 1
+    if args.ghz is None:
+        every = [r | {"cycles": r["cyc"][4]} for _, recs in runs for r in recs]
+        args.ghz = measured_ghz(every, "entry", "exit", "cycles") or 1.98
+        print(f"SM clock {args.ghz:.3f} GHz (cycles over globaltimer, median over the blocks)")
     if args.blocks:
         for key, recs in runs:
             print(f"sm{key} kernel:", end=" ")

@@ -19,6 +19,7 @@
 #include "lutmm/kernels/gemm_params.cuh"
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "lutmm/ptx/tma.cuh"
+#include "lutmm/scheduler/stream_k.cuh"
 #include "runtime/cuda_check.hpp"
 #include "lutmm/tune.hpp"
 #include "runtime/kernel_shapes.hpp"
@@ -155,17 +156,21 @@ bool env_switch_on(const char* name) {
   return v == nullptr || std::string_view(v) != "0";
 }
 
-// Split-K over flagged slots (epilogue/epilogue.cuh: finish_flagged): the last split's block sums the tile from
-// words that carry each value with its mark, the others store and leave, instead of the last arrival summing
-// after a release, a counter atomic and a reload (docs/NOTES.md v1.29: 1 x 4096 x 4096 5.37 -> 5.11 us, 2 x 4096 x
-// 4096 5.36 -> 5.21). Where the tile's stored values make pairs for at most a quarter of the block's threads and the
-// splits are at most kFlaggedMaxSplits, on sm80 tiles: a pair for every thread lost (4 and 8 x 4096 x 4096 on
-// 64 x 8 tiles of 256 threads: 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128: 1.02-1.03x; v1.29
-// run 4 against run 3's times without it, on another machine), and so did eight splits (1 x 8192 x 28672 1.04x,
-// run 3). The runtime also needs the whole grid resident at once (flagged_split_k), as the summer waits.
+// Split-K over flagged slots (epilogue/epilogue.cuh: finish_flagged): one split's block sums the tile from words that
+// carry each value with its mark, the others store and go on, instead of the last arrival summing after a release, a
+// counter atomic and a reload (docs/NOTES.md v1.29: 1 x 4096 x 4096 5.37 -> 5.11 us, 2 x 4096 x 4096 5.36 -> 5.21).
+// On sm80 tiles, at most kFlaggedMaxSplits splits (under Stream-K: blocks sharing a tile). Under split-K the summer
+// is the last split and waits for the others' stores, which end about when its own main loop does: only where the
+// tile's stored values make pairs for at most a quarter of the block's threads (a pair for every thread lost: 4 and 8
+// x 4096 x 4096 on 64 x 8 tiles of 256 threads 1.00x and 1.06x; 1 and 2 x 8192 x 8192 on 128 x 8 tiles of 128
+// 1.02-1.03x; v1.29 run 4 against run 3's times without it, on another machine), and eight splits lost too (1 x 8192
+// x 28672 1.04x, run 3). Under Stream-K the summer is the block whose run ends in the tile, and the others stored
+// their part as the first item of their runs, long before: a pair a thread at most (the epilogue's own limit).
+// The runtime also needs the whole grid resident at once (flagged_split_k), as the summer waits.
 bool flagged_tile(const KernelConfig& c, const Problem& p, int splits) {
-  return c.family == 80 && c.split_k != kStreamK && splits >= 2 && splits <= kFlaggedMaxSplits &&
-         std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 2 <= c.threads();
+  const int64_t values = std::min<int64_t>(p.m, c.tile_m) * c.tile_n;
+  return c.family == 80 && splits >= 2 && splits <= kFlaggedMaxSplits &&
+         (c.split_k == kStreamK ? values <= 2 * c.threads() : values * 2 <= c.threads());
 }
 // Where the flag words start in the counter buffer, in counters: the tiles' counters, rounded up to 16 bytes (the
 // summer and the others move a pair of words at a time).
@@ -198,22 +203,25 @@ bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clust
 }  // namespace
 
 SplitKWorkspace split_k_workspace(const KernelConfig& c, const Problem& p, const DeviceInfo& dev) {
+  // the flagged slots (where flagged_split_k may choose them) follow the counters: two counter words per flag word
+  auto counters = [&](size_t tiles, int splits) {
+    const size_t flag_words = flagged_tile(c, p, splits) ? tiles * (kFlaggedMaxSplits - 1) * c.tile_m * c.tile_n : 0;
+    return flag_words > 0 ? flag_words_offset(tiles) + 2 * flag_words : tiles;
+  };
   if (c.split_k == kStreamK) {  // a slot per block that shares a tile, one counter per tile
     const StreamKShape sk = stream_k_shape(c, p, dev);
     if (sk.max_sharing <= 1) return {};
-    return {static_cast<size_t>(sk.tiles) * static_cast<size_t>(sk.max_sharing) * static_cast<size_t>(c.tile_m) *
-                c.tile_n * sizeof(float),
-            static_cast<size_t>(sk.tiles)};
+    const size_t tiles = static_cast<size_t>(sk.tiles);
+    return {tiles * static_cast<size_t>(sk.max_sharing) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float),
+            counters(tiles, sk.max_sharing)};
   }
   const int splits = resolve_split_k(c, p, dev);
   if (splits <= 1) return {};
   const PackedShape ps = packed_shape(p.n, p.k, p.bits, p.group_size);
   const size_t tiles = static_cast<size_t>((ps.n_padded + c.tile_n - 1) / c.tile_n) *
                        static_cast<size_t>((p.m + c.tile_m - 1) / c.tile_m);
-  // the flagged slots (where flagged_split_k may choose them) follow the counters: two counter words per flag word
-  const size_t flag_words = flagged_tile(c, p, splits) ? tiles * (kFlaggedMaxSplits - 1) * c.tile_m * c.tile_n : 0;
   return {tiles * static_cast<size_t>(splits) * static_cast<size_t>(c.tile_m) * c.tile_n * sizeof(float),
-          flag_words_offset(tiles) + 2 * flag_words};
+          counters(tiles, splits)};
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -331,6 +339,7 @@ struct Plan {
   jit::LaunchAttributes launch;  // programmatic dependent launch, split-K clusters
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   int tiles_n = 0, tiles_m = 0;
+  GemmParams stream_k{};          // Stream-K: the schedule's divisors (scheduler::stream_k_divisors), else unused
   bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
   bool split_spread = false;      // the kernel is the SplitSpread variant (spread_pays, one_wave)
   bool split_flagged = false;     // split-K over flagged slots (flagged_split_k)
@@ -459,6 +468,10 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     const StreamKShape sk = stream_k_shape(c, p, dev);
     plan.splits = sk.max_sharing;
     plan.grid = dim3(static_cast<unsigned>(sk.blocks));
+    plan.stream_k.tiles_n = plan.tiles_n;
+    plan.stream_k.tiles_m = plan.tiles_m;
+    plan.stream_k.k_tiles = plan.k_tiles;
+    scheduler::stream_k_divisors(plan.stream_k, plan.grid.x);
   } else {
     plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
     if (c.x_multicast > 1)  // (config_invalid_reason: n_tiles is a multiple; splits reduce through the workspace)
@@ -577,6 +590,10 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.cluster_splits = plan->launch.cluster_z > 1 ? 1 : 0;
   params.tiles_n = plan->tiles_n;
   params.tiles_m = plan->tiles_m;
+  params.by_blocks = plan->stream_k.by_blocks;
+  params.by_units = plan->stream_k.by_units;
+  params.by_k_tiles = plan->stream_k.by_k_tiles;
+  params.by_tiles_n = plan->stream_k.by_tiles_n;
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;

@@ -458,7 +458,7 @@ TEST(GemmGpu, SpreadSplitKMatchesReferenceAndIsDeterministic) {
 // split's block sums each tile from words that carry every other split's values with a mark, and clears them.
 // On the H200 the three 4-bit decode cases take that path (one-wave grids, pairs of values for at most a quarter of
 // the threads, four splits, an N tail); the 3-bit and 2-bit ones (bias, fp16) check whichever path the
-// runtime picks. Against the
+// runtime picks; the Stream-K cases sum with the block whose run ends in the tile. Against the
 // reference and bitwise the same run after run; then rounds of fresh inputs alternating with a last-arrival GEMM
 // on the same stream (the two share the counter buffer): a summer that found a word still marked from an earlier
 // launch would add a stale value and miss the reference.
@@ -475,12 +475,26 @@ TEST(GemmGpu, FlaggedSplitKMatchesReferenceAndIsDeterministic) {
   expect_forced_configs_pass(flagged);
   expect_forced_configs_pass({{1, 4104, 4096, 3, 64, "sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem"},
                               {1, 6152, 4096, 2, 128, "sm80_n32_m16_k256_s4_w2x1_sk2_lutreg"}});
+  // Stream-K: the block whose run ends in a shared tile sums it (split 0), the blocks that share it (two to four on
+  // these grids) stored their parts as the first items of their runs; odd M stores a bias too
+  const std::vector<ForcedCase> stream = {{1, 28672, 8192, 4, 128, "sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256"},
+                                          {2, 28672, 8192, 4, 128, "sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256"},
+                                          {1, 28672, 8192, 4, 128, "sm80_n256_m8_k128_s4_w4x1_skstream_lutsmem"},
+                                          {1, 28672, 8192, 3, 64, "sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem"}};
+  if (h200_like)
+    for (const auto& [m, n, k, bits, group, name] : stream)
+      EXPECT_TRUE(launch_choices(problem(m, n, k, bits, group, bits == 4 ? DType::bf16 : DType::f16),
+                                 KernelConfig::parse(name))
+                      .split_flagged)
+          << name << " at M = " << m;
+  expect_forced_configs_pass(stream);
   const Problem last_arrival = problem(16, 4096, 4096, 4, 128, DType::bf16);
   const KernelConfig last_arrival_config = KernelConfig::parse("sm80_n128_m16_k256_s3_w4x1_sk4_lutsmem256");
   EXPECT_FALSE(launch_choices(last_arrival, last_arrival_config).split_flagged);
   for (int round = 0; round < 4; ++round) {
     expect_passes(problem(1, 4096, 4096, 4, 128, DType::bf16), KernelConfig::parse(std::get<5>(flagged[0])));
     expect_passes(last_arrival, last_arrival_config);
+    expect_passes(problem(1, 28672, 8192, 4, 128, DType::bf16), KernelConfig::parse(std::get<5>(stream[0])));
   }
 }
 

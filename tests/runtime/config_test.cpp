@@ -372,7 +372,8 @@ TEST(KernelConfig, ShortKOffersOneKTileASplitOnce) {
 // The split-K workspace: a float slot per tile and split, a counter per tile, and, where the runtime may sum small
 // decode tiles from flagged slots (runtime/gemm.cpp: flagged_tile; epilogue/epilogue.cuh: finish_flagged), after the
 // counters (rounded up to 16 bytes: the kernels move pairs of 64-bit words) kFlaggedMaxSplits - 1 slots of tile_m x
-// tile_n words a tile, two counter words each.
+// tile_n words a tile, two counter words each; under Stream-K the same where the blocks sharing a tile are at most
+// kFlaggedMaxSplits and the tile's values make at most a pair a thread.
 TEST(SplitKWorkspace, FlaggedSlotsFollowTheCountersWhereSmallDecodeTilesMayUseThem) {
   const DeviceInfo dev = described_h200();
   const KernelConfig c = KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1x2_sk4_lutsmem256");  // 256 threads
@@ -384,15 +385,29 @@ TEST(SplitKWorkspace, FlaggedSlotsFollowTheCountersWhereSmallDecodeTilesMayUseTh
   // 2 x 4104 x 4096: 65 tiles; the flag words start at counter 68 (16-byte aligned)
   w = split_k_workspace(c, problem(2, 4104, 4096), dev);
   EXPECT_EQ(w.counters, 68 + 65 * flag_counters);
-  // 4 rows: 128 pairs, more than a quarter of the threads; Stream-K, eight splits, the sm90 family: no flag words
+  // 4 rows: 128 pairs, more than a quarter of the threads; eight splits, the sm90 family: no flag words
   EXPECT_EQ(split_k_workspace(c, problem(4, 4096, 4096), dev).counters, 64u);
-  for (const char* name : {"sm80_n64_m8_k256_s3_w4x1x2_skstream_lutsmem256", "sm80_n64_m8_k256_s3_w4x1x2_sk8_lutsmem256",
-                           "sm90_n128_m8_k128_s4_w8x1_sk4_lutsmem"}) {
+  for (const char* name : {"sm80_n64_m8_k256_s3_w4x1x2_sk8_lutsmem256", "sm90_n128_m8_k128_s4_w8x1_sk4_lutsmem"}) {
     const KernelConfig other = KernelConfig::parse(name);
     const SplitKWorkspace o = split_k_workspace(other, problem(1, 4096, 4096), dev);
     const size_t tiles = static_cast<size_t>(4096 / other.tile_n);
     EXPECT_TRUE(o.counters <= tiles) << name << ": " << o.counters << " counters for " << tiles << " tiles";
   }
+  // Stream-K: the blocks that share a tile (at most kFlaggedMaxSplits) may sum it from flagged slots too, where the
+  // tile's values make at most a pair a thread: 1 x 28672 x 8192 on 128 x 8 tiles of 128 threads (224 tiles, each
+  // shared by at most two or three of the 264 blocks: 27.2 of a tile's 32 k tiles a block)
+  const KernelConfig stream = KernelConfig::parse("sm80_n128_m8_k256_s3_w4x1_skstream_lutsmem256");
+  const Problem decode = problem(1, 28672, 8192);
+  const StreamKShape sk = stream_k_shape(stream, decode, dev);
+  ASSERT_EQ(sk.tiles, 224);
+  ASSERT_GE(sk.max_sharing, 2);
+  ASSERT_LE(sk.max_sharing, kFlaggedMaxSplits);
+  w = split_k_workspace(stream, decode, dev);
+  EXPECT_EQ(w.float_bytes, size_t{224} * sk.max_sharing * 8 * 128 * sizeof(float));
+  EXPECT_EQ(w.counters, 224 + 224 * size_t{kFlaggedMaxSplits - 1} * 8 * 128 * 2);
+  // two rows on 128 threads: 256 values, a pair each; four rows: none
+  EXPECT_GT(split_k_workspace(stream, problem(2, 28672, 8192), dev).counters, 224u);
+  EXPECT_EQ(split_k_workspace(stream, problem(4, 28672, 8192), dev).counters, 224u);
   // one split: no workspace at all
   EXPECT_EQ(split_k_workspace(KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1x2_sk1_lutsmem256"), problem(1, 4096, 4096), dev)
                 .counters,

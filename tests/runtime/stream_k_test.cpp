@@ -24,11 +24,14 @@ int walk(int tiles_n, int tiles_m, int k_tiles, int blocks) {
   p.tiles_n = tiles_n;
   p.tiles_m = tiles_m;
   p.k_tiles = k_tiles;
+  scheduler::stream_k_divisors(p, static_cast<uint32_t>(blocks));
   const int64_t tiles = static_cast<int64_t>(tiles_n) * tiles_m;
   std::vector<int> done(static_cast<size_t>(tiles * k_tiles), 0);
   std::map<int, std::vector<scheduler::TileWork>> by_tile;
   for (int b = 0; b < blocks; ++b) {
     scheduler::StreamK sk(p, b, blocks);
+    EXPECT_EQ(sk.next, scheduler::StreamK::first_unit(b, blocks, sk.units));  // (the divisors' quotients)
+    EXPECT_EQ(sk.end, scheduler::StreamK::first_unit(b + 1, blocks, sk.units));
     scheduler::TileWork w{};
     int64_t last_unit = -1;
     while (sk.next_work<kTileN, kTileM>(p, w)) {
@@ -57,6 +60,33 @@ int walk(int tiles_n, int tiles_m, int k_tiles, int blocks) {
   }
   EXPECT_EQ(static_cast<int64_t>(by_tile.size()), tiles);
   return most;
+}
+
+// The schedule's divisions by a multiply-high, an add and a shift (scheduler/fast_divisor.cuh) give the quotient of
+// every 32-bit dividend: divisors 1 .. 4096 and powers of two, their neighbours and a few large ones, against
+// dividends at the ends of the range, around multiples of the divisor and pseudo-random ones.
+TEST(StreamK, FastDivisorsDivideEvery32BitDividend) {
+  std::vector<uint32_t> divisors;
+  for (uint32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (int b = 12; b < 32; ++b)
+    for (int64_t e : {-1, 0, 1}) divisors.push_back(static_cast<uint32_t>((int64_t{1} << b) + e));
+  for (uint32_t d : {7168u, 123457u, 1000000007u, 0x7fffffffu, 0xfffffffeu, 0xffffffffu}) divisors.push_back(d);
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto random = [&]() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 32);
+  };
+  int wrong = 0;
+  for (uint32_t d : divisors) {
+    const scheduler::FastDivisor f = scheduler::FastDivisor::of(d);
+    std::vector<uint32_t> xs = {0u, 1u, d - 1, d, d + 1, 0xffffffffu, 0xfffffffeu, 0x80000000u, 0x7fffffffu};
+    for (uint32_t q : {1u, 2u, 3u, 1000u, 0xffffffffu / d})
+      for (int64_t e : {-1, 0, 1}) xs.push_back(static_cast<uint32_t>(static_cast<int64_t>(q) * d + e));
+    for (int i = 0; i < 64; ++i) xs.push_back(random());
+    for (uint32_t x : xs)
+      if (f.divide(x) != x / d && ++wrong <= 10) ADD_FAILURE() << x << " / " << d << ": " << f.divide(x);
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(StreamK, EveryUnitOnceAndSharedTilesInKOrder) {

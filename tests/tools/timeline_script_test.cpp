@@ -12,9 +12,11 @@
 namespace lutmm::test {
 namespace {
 
-ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, const std::string& option = "") {
+ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, const std::string& option = "",
+                            bool given_clock = true) {
   std::ofstream(dir / "run.txt") << log_text;
-  std::vector<std::string> args{"--ghz", "2.0"};
+  std::vector<std::string> args;
+  if (given_clock) args = {"--ghz", "2.0"};
   if (!option.empty()) args.push_back(option);
   args.push_back((dir / "run.txt").string());
   return run_project_script("timeline.py", args, dir, /*merge_stderr=*/true);
@@ -83,6 +85,26 @@ TEST_F(TimelineScript, TraceModeMeasuresTheBoundaryBetweenBackToBackLaunches) {
   EXPECT_NE(r.out.find("main loop end to exit                                min   1.00"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("launch: last dependency met to last main loop end    min   2.00"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("100000 ns"), std::string::npos) << r.out;  // (the warm-up)
+}
+
+// Without --ghz the trace's cycles become time at the clock the blocks ran at (cycles over globaltimer from entry to
+// exit, median over the blocks): the H200's SMs ran decode GEMMs at ~1.8 GHz, not their 1.98 GHz boost clock.
+TEST_F(TimelineScript, TraceModeMeasuresTheSmClockFromTheRecords) {
+  // four launches of two blocks, each 9000 cycles over 5 us (1.8 GHz): main loop end at 7200 cycles (4 us)
+  std::string csv =
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks\n";
+  for (int l = 0; l < 4; ++l)
+    for (int b = 0; b < 2; ++b) {
+      const long long e = 1000000 + 6000LL * l + 500 * b;
+      csv += fmt::format("80,{},{},0,0,{},{},{},3600,3960,7200,7290,9000,2\n", b, b, e, e + 2000, e + 5000);
+    }
+  const ToolRun r = run_timeline_script(csv, dir, "--trace", /*given_clock=*/false);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("SM clock 1.800 GHz"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("main loop end to exit                                min   1.00"), std::string::npos) << r.out;
+  // the last main loop ends 4 us after the last entry, 1 us before the last exit
+  EXPECT_NE(r.out.find("launch: last main loop end to last exit              min   1.00"), std::string::npos) << r.out;
 }
 
 TEST_F(TimelineScript, TraceModeSaysSoWhenThereAreNoRecords) {

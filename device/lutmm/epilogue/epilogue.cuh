@@ -126,56 +126,66 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
   });
 }
 
-// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, leaves a pair of the
-// tile's stored values to at most a quarter of the threads; this code needs at most one pair a thread, which finish()
-// checks). The block of split S - 1 sums the tile. Every other block writes each value of its pair into a 64-bit word
-// with a mark, (value bits << 32) | 1, by one store whose words are each single-copy atomic, and leaves: no fence and
-// no counter. Their round trips (the slot stores' release, the counter's atomic, the reload after it) were most of the
-// ~1 us by which a decode GEMM's last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls
-// the words of its pair, adds them in split order with its own value in its place (the order of the last-arrival sum:
-// the same bits), and clears them, so every word is zero again when the next launch, which cannot write before this one
-// has finished, uses it. The summer waits for its tile's other splits: the runtime asks for this only where the whole
-// grid is resident at once (one wave, no MPS), so they run; one that found them missing for a second (the promise
-// broken) stops the kernel with a trap rather than hang or store a partial sum.
+// Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, says where; this code
+// needs at most one pair of the tile's stored values a thread, which finish() checks). One split's block sums the
+// tile: the last one under split-K (S - 1, whose blocks the GPU dispatches last), the first one under Stream-K (split
+// 0's item on a shared tile is the last of its run, the others' are the first of theirs: they stored long before).
+// Every other block writes each value of its pair into a 64-bit word with a mark, (value bits << 32) | 1, by one
+// store whose words are each single-copy atomic, and goes on: no fence and no counter. Their round trips (the slot
+// stores' release, the counter's atomic, the reload after it) were most of the ~1 us by which a decode GEMM's
+// last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls the words of its pair, adds
+// them in split order with its own value in its place (the order of the last-arrival sum: the same bits), and clears
+// them, so every word is zero again when the next launch, which cannot write before this one has finished, uses it.
+// The words of split s sit in slot s of the tile below the summer, s - 1 above it. The summer waits for its tile's
+// other splits: the runtime asks for this only where the whole grid is resident at once (one wave, no MPS), so they
+// run; one that found them missing for a second (the promise broken) stops the kernel with a trap rather than hang
+// or store a partial sum.
 inline constexpr long long kFlaggedPatienceNs = 1000000000ll;
 
 template <class K>
 LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int tid,
-                                 int rows) {
+                                 int rows, int splits) {
   constexpr int kTileFloats = K::kTileM * K::kTileN, kOthers = kFlaggedMaxSplits - 1;
   unsigned long long* const words = p.split_flags + static_cast<int64_t>(tile_id) * kOthers * kTileFloats;
-  const int summer = p.splits - 1;
+  const int summer = K::kStreamK ? 0 : splits - 1;
+  const int others = splits - 1;  // the slots: splits 0 .. S - 2 under split-K, 1 .. S - 1 under Stream-K
   const int i = 2 * tid;  // this thread's pair: values i, i + 1 of the stored rows (row-major; tile_n is even)
   float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
   const bool has_pair = i < rows * K::kTileN;
   auto marked = [](float v) { return (static_cast<unsigned long long>(__float_as_uint(v)) << 32) | 1ull; };
   auto value = [](unsigned long long w) { return __uint_as_float(static_cast<uint32_t>(w >> 32)); };
   if (split != summer) {
-    if (has_pair) ptx::store_relaxed_gpu(words + split * kTileFloats + i, marked(t[0]), marked(t[1]));
+    const int slot = K::kStreamK ? split - 1 : split;
+    if (has_pair) ptx::store_relaxed_gpu(words + slot * kTileFloats + i, marked(t[0]), marked(t[1]));
     return;
   }
   if (has_pair) {
     unsigned long long w[kOthers][2];
 #pragma unroll
     for (int s = 0; s < kOthers; ++s)
-      if (s < summer) ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
+      if (s < others) ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
     const uint64_t since = ptx::global_timer_ns();
 #pragma unroll
     for (int s = 0; s < kOthers; ++s) {
-      if (s >= summer) continue;
+      if (s >= others) continue;
       for (uint32_t looks = 1; (w[s][0] & w[s][1] & 1ull) == 0; ++looks) {
         // (no sleep between looks: each is an L2 round trip already)
         if (looks % 16 == 0 && ptx::global_timer_ns() - since > static_cast<uint64_t>(kFlaggedPatienceNs)) __trap();
         ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
       }
     }
+    // in split order, the summer's own value in its place (first under Stream-K, last under split-K)
     float v0 = 0.f, v1 = 0.f;
+    if constexpr (K::kStreamK) {
+      v0 += t[0];
+      v1 += t[1];
+    }
 #pragma unroll
     for (int s = 0; s <= kOthers; ++s) {
-      if (s < summer) {
+      if (s < others) {
         v0 += value(w[s][0]);
         v1 += value(w[s][1]);
-      } else if (s == summer) {
+      } else if (!K::kStreamK && s == summer) {
         v0 += t[0];
         v1 += t[1];
       }
@@ -184,7 +194,7 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
     t[1] = v1;
 #pragma unroll
     for (int s = 0; s < kOthers; ++s)
-      if (s < summer) ptx::store_relaxed_gpu(words + s * kTileFloats + i, 0ull, 0ull);
+      if (s < others) ptx::store_relaxed_gpu(words + s * kTileFloats + i, 0ull, 0ull);
   }
   __syncthreads();
   store_tile<K>(p, tile, n0, m0, tid);
@@ -204,9 +214,9 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   constexpr int kTileFloats = K::kTileM * K::kTileN;
   constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
   const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // rows past M are never read back
-  if constexpr (!K::kStreamK && !K::kSplitSpread) {
-    if (p.split_flags != nullptr && rows * K::kTileN <= 2 * K::kThreads && p.splits <= kFlaggedMaxSplits) {
-      finish_flagged<K>(p, tile, n0, m0, tile_id, split, tid, rows);
+  if constexpr (K::kFlaggedSums && !K::kSplitSpread) {
+    if (p.split_flags != nullptr && rows * K::kTileN <= 2 * K::kThreads && splits() <= kFlaggedMaxSplits) {
+      finish_flagged<K>(p, tile, n0, m0, tile_id, split, tid, rows, splits());
       return;
     }
   }

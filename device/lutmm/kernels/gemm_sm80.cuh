@@ -78,7 +78,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     int tile, kt, stage, left;
   };
   UnitCursor copy_next{work.tile_id, work.kt_begin, 0,
-                       K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(stream.block, stream.blocks, stream.units)) : 0};
+                       K::kStreamK ? static_cast<int>(stream.end - stream.first_unit(p)) : 0};
   int compute_stage = 0;
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's

@@ -71,6 +71,7 @@ struct Sm80Kernel {
   static constexpr bool kWgmmaLayout = false;  // x in the ldmatrix layout (the sm90 family's differs)
   static constexpr bool kStreamK = kStreamK_;  // a run of items per block, or one split-K item
   static constexpr bool kSplitSpread = false;  // (epilogue/epilogue.cuh: SplitSpread<K>)
+  static constexpr bool kFlaggedSums = true;   // split-K and Stream-K tiles may be summed from flagged slots
   // Cluster split-K pulls the splits' shares (epilogue::finish_in_cluster): pushing them by bulk copies made
   // the small sm80 cluster GEMMs 1-14% slower (2 x 1536 x 1536 2.90 -> 3.30 us; docs/NOTES.md v1.27).
   static constexpr bool kClusterPush = false;

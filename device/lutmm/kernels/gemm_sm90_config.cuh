@@ -44,6 +44,7 @@ struct Sm90Kernel {
   static constexpr int kStages = kStages_, kWarpsN = kWarpsN_, kWarpsM = 1, kWarpsK = 1;
   static constexpr bool kBf16 = kBf16_, kWInRegisters = false, kWgmmaLayout = true, kStreamK = kStreamK_;
   static constexpr bool kSplitSpread = false;  // (epilogue/epilogue.cuh: SplitSpread<K>)
+  static constexpr bool kFlaggedSums = false;  // (the runtime's flagged_tile: sm80 tiles only)
   // Cluster split-K pushes the splits' shares by bulk copies (epilogue::finish_in_cluster): 64 x 1280 x 5120
   // 8.12 -> 7.87 us, 77 x 1280 x 2048 5.43 -> 4.74 (docs/NOTES.md v1.27).
   static constexpr bool kClusterPush = true;

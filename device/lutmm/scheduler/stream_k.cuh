@@ -30,13 +30,18 @@ struct StreamK {
     return (units + 1) * blocks <= 0xffffffffull;
   }
 
-  // (Host-callable: the CPU tests walk every block of a grid.)
+  // (Host-callable: the CPU tests walk every block of a grid.) The divisions go through p's divisors
+  // (stream_k_divisors): the same quotients as first_unit and block_of.
   LUTMM_HOST_DEVICE StreamK(const GemmParams& p, uint32_t this_block, uint32_t grid_blocks)
       : units(static_cast<uint32_t>(p.tiles_n) * static_cast<uint32_t>(p.tiles_m) * static_cast<uint32_t>(p.k_tiles)),
         block(this_block),
         blocks(grid_blocks) {
-    next = first_unit(block, blocks, units);
-    end = first_unit(block + 1, blocks, units);
+    next = p.by_blocks.divide(block * units);
+    end = p.by_blocks.divide((block + 1) * units);
+  }
+  LUTMM_HOST_DEVICE uint32_t first_unit(const GemmParams& p) const { return p.by_blocks.divide(block * units); }
+  LUTMM_HOST_DEVICE uint32_t block_of(const GemmParams& p, uint32_t u) const {
+    return p.by_units.divide((u + 1) * blocks - 1);
   }
 
   // The next (tile, K range) of this block; false when it has none left.
@@ -44,20 +49,31 @@ struct StreamK {
   LUTMM_HOST_DEVICE bool next_work(const GemmParams& p, TileWork& w) {
     if (next >= end) return false;
     const uint32_t k_tiles = static_cast<uint32_t>(p.k_tiles), tiles_n = static_cast<uint32_t>(p.tiles_n);
-    const uint32_t tile = next / k_tiles;
+    const uint32_t tile = p.by_k_tiles.divide(next);
+    const uint32_t tile_m = p.by_tiles_n.divide(tile);
     w.tile_id = static_cast<int>(tile);
-    w.n0 = static_cast<int>(tile % tiles_n) * kTileN;  // N fastest, as in split-K: neighbours share x
-    w.m0 = static_cast<int>(tile / tiles_n) * kTileM;
+    w.n0 = static_cast<int>(tile - tile_m * tiles_n) * kTileN;  // N fastest, as in split-K: neighbours share x
+    w.m0 = static_cast<int>(tile_m) * kTileM;
     w.kt_begin = static_cast<int>(next - tile * k_tiles);
     const uint32_t tile_end = (tile + 1) * k_tiles;
     w.kt_end = static_cast<int>((end < tile_end ? end : tile_end) - tile * k_tiles);
-    const uint32_t first = block_of(tile * k_tiles, blocks, units);
+    const uint32_t first = block_of(p, tile * k_tiles);
     w.split = static_cast<int>(block - first);
-    w.splits = static_cast<int>(block_of(tile_end - 1, blocks, units) - first + 1);
+    w.splits = static_cast<int>(block_of(p, tile_end - 1) - first + 1);
     next = tile * k_tiles + static_cast<uint32_t>(w.kt_end);
     return true;
   }
 };
+
+// Fills p's Stream-K divisors for a grid of `blocks` blocks over p.tiles_n x p.tiles_m x p.k_tiles units.
+LUTMM_HOST_DEVICE void stream_k_divisors(GemmParams& p, uint32_t blocks) {
+  const uint32_t units =
+      static_cast<uint32_t>(p.tiles_n) * static_cast<uint32_t>(p.tiles_m) * static_cast<uint32_t>(p.k_tiles);
+  p.by_blocks = FastDivisor::of(blocks);
+  p.by_units = FastDivisor::of(units);
+  p.by_k_tiles = FastDivisor::of(static_cast<uint32_t>(p.k_tiles));
+  p.by_tiles_n = FastDivisor::of(static_cast<uint32_t>(p.tiles_n));
+}
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 // The block's first work: its one (tile, K split) under split-K, the first item of its run under Stream-K
