@@ -12,7 +12,9 @@ and the median lifetime of each block. Give it one shape's run (a run is split o
 --trace FILE: the CSV of `lutmm bench --trace FILE` over kernels built with -DLUTMM_TIMELINE=3 (every block of
 every launch, no printf: the benchmark's back-to-back launches as they run): per launch, its span and the blocks'
 phases, and between consecutive launches of a shape, when the next one's blocks entered and passed their
-dependency wait against the last exit of this one (negative: before it, PDL's overlap).
+dependency wait against the last exit of this one (negative: before it, PDL's overlap); for split-K grids, which
+split's block exits last and how long after its own tile was staged and its tile's other splits exited. Cycles
+become time at the SM clock measured from the records unless --ghz says otherwise.
 
 --blocks: for one launch of a kernel built with -DLUTMM_TIMELINE=2 (every block prints; e.g. `lutmm verify
 --shape M,N,K`), how the blocks spread: quantiles of entry, exit, first tile, main loop and epilogue, and the
@@ -138,7 +140,30 @@ def trace_report(path, ghz):
         for name, v in list(phases.items()) + list(late.items()):
             share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
             print(f"  {name:52s} {quantiles(v)}{share}")
+        last_exit_report(run, ghz)
     return 0
+
+
+def last_exit_report(run, ghz):
+    """Split-K grids (blockIdx.z the split): which split's block exits last, and how long after its tile was staged,
+    against the exits of the same tile's other splits (whose partial values it waits for, if it sums)."""
+    if not any(r["block_z"] > 0 for r in run[0]):
+        return
+    splits, staged_to_exit, others_to_staged = collections.Counter(), [], []
+    for l in run:
+        last = max(l, key=lambda r: r["exit_ns"])
+        splits[last["block_z"]] += 1
+        staged = last["entry_ns"] + last["cyc_staged"] / ghz
+        staged_to_exit.append((last["exit_ns"] - staged) / 1000)
+        mates = [r["exit_ns"] for r in l if (r["block_x"], r["block_y"]) == (last["block_x"], last["block_y"])
+                 and r is not last]
+        if mates:
+            others_to_staged.append((max(mates) - staged) / 1000)
+    print("  last exit by split: " + ", ".join(f"{z}: {n}" for z, n in sorted(splits.items())) + " launches")
+    print(f"  {'last exit: its tile staged to its exit':52s} {quantiles(staged_to_exit)}")
+    if others_to_staged:
+        name = "last exit: its tile's other splits' last exit after"
+        print(f"  {name:52s} {quantiles(others_to_staged)}")
 
 
 def main():

@@ -107,6 +107,27 @@ TEST_F(TimelineScript, TraceModeMeasuresTheSmClockFromTheRecords) {
   EXPECT_NE(r.out.find("launch: last main loop end to last exit              min   1.00"), std::string::npos) << r.out;
 }
 
+// A split-K grid (blockIdx.z the split): the report names the split whose block exits last and times its exit
+// against its own staged tile and the exits of the same tile's other splits.
+TEST_F(TimelineScript, TraceModeSaysWhichSplitExitsLastAndWhatItWaitedFor) {
+  // four launches of one tile in two splits, 6 us apart, at 2 GHz: split 0 exits 4 us after its entry; split 1 enters
+  // 0.5 us later, stages its tile 3.5 us after entry (7000 cycles) and exits 1 us after that
+  std::string csv =
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks\n";
+  for (int l = 0; l < 4; ++l) {
+    const long long e = 1000000 + 6000LL * l;
+    csv += fmt::format("80,0,0,0,0,{},{},{},2000,2400,7000,7200,8000,2\n", e, e + 1000, e + 4000);
+    csv += fmt::format("80,1,0,0,1,{},{},{},1000,1400,6600,7000,9000,2\n", e + 500, e + 1000, e + 5000);
+  }
+  const ToolRun r = run_timeline_script(csv, dir, "--trace");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("last exit by split: 1: 4 launches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("last exit: its tile staged to its exit               min   1.00"), std::string::npos) << r.out;
+  // split 0 exited at 4 us, split 1 staged at 0.5 + 3.5 = 4 us
+  EXPECT_NE(r.out.find("last exit: its tile's other splits' last exit after  min   0.00"), std::string::npos) << r.out;
+}
+
 TEST_F(TimelineScript, TraceModeSaysSoWhenThereAreNoRecords) {
   const ToolRun r = run_timeline_script(
       "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
