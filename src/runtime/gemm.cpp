@@ -339,7 +339,7 @@ struct Plan {
   jit::LaunchAttributes launch;  // programmatic dependent launch, split-K clusters
   int splits = 1, k_tiles = 0, n_padded = 0, k_padded = 0;
   int tiles_n = 0, tiles_m = 0;
-  GemmParams stream_k{};          // Stream-K: the schedule's divisors (scheduler::stream_k_divisors), else unused
+  scheduler::StreamKDivisors stream_k{};  // GemmParams::stream_k (Stream-K's schedule; unused by split-K)
   bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
   bool split_spread = false;      // the kernel is the SplitSpread variant (spread_pays, one_wave)
   bool split_flagged = false;     // split-K over flagged slots (flagged_split_k)
@@ -468,10 +468,7 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
     const StreamKShape sk = stream_k_shape(c, p, dev);
     plan.splits = sk.max_sharing;
     plan.grid = dim3(static_cast<unsigned>(sk.blocks));
-    plan.stream_k.tiles_n = plan.tiles_n;
-    plan.stream_k.tiles_m = plan.tiles_m;
-    plan.stream_k.k_tiles = plan.k_tiles;
-    scheduler::stream_k_divisors(plan.stream_k, plan.grid.x);
+    plan.stream_k = scheduler::stream_k_divisors(plan.tiles_n, plan.tiles_m, plan.k_tiles, plan.grid.x);
   } else {
     plan.grid = dim3(n_tiles, m_tiles, static_cast<unsigned>(plan.splits));
     if (c.x_multicast > 1)  // (config_invalid_reason: n_tiles is a multiple; splits reduce through the workspace)
@@ -590,10 +587,7 @@ void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void*
   params.cluster_splits = plan->launch.cluster_z > 1 ? 1 : 0;
   params.tiles_n = plan->tiles_n;
   params.tiles_m = plan->tiles_m;
-  params.by_blocks = plan->stream_k.by_blocks;
-  params.by_units = plan->stream_k.by_units;
-  params.by_k_tiles = plan->stream_k.by_k_tiles;
-  params.by_tiles_n = plan->stream_k.by_tiles_n;
+  params.stream_k = plan->stream_k;
   params.workspace = plan->workspace;
   params.tile_counters = plan->counters;
   params.dependents_early = plan->dependents_early ? 1 : 0;

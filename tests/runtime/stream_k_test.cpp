@@ -24,7 +24,7 @@ int walk(int tiles_n, int tiles_m, int k_tiles, int blocks) {
   p.tiles_n = tiles_n;
   p.tiles_m = tiles_m;
   p.k_tiles = k_tiles;
-  scheduler::stream_k_divisors(p, static_cast<uint32_t>(blocks));
+  p.stream_k = scheduler::stream_k_divisors(tiles_n, tiles_m, k_tiles, static_cast<uint32_t>(blocks));
   const int64_t tiles = static_cast<int64_t>(tiles_n) * tiles_m;
   std::vector<int> done(static_cast<size_t>(tiles * k_tiles), 0);
   std::map<int, std::vector<scheduler::TileWork>> by_tile;

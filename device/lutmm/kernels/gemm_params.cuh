@@ -42,9 +42,7 @@ struct GemmParams {
                             // through distributed shared memory; workspace and counters are then unused
   int tiles_n, tiles_m;     // output tiles along N and M (Stream-K, scheduler/stream_k.cuh: a 1-D grid of one
                             // wave of blocks, each taking a run of the tiles_n x tiles_m x k_tiles units)
-  // Stream-K's divisors (scheduler/stream_k.cuh; set by stream_k_divisors): the grid's blocks, its units
-  // (tiles_n x tiles_m x k_tiles), the k tiles of a tile and the tiles along N
-  scheduler::FastDivisor by_blocks, by_units, by_k_tiles, by_tiles_n;
+  scheduler::StreamKDivisors stream_k;  // (Stream-K: scheduler::stream_k_divisors; unused by split-K)
   int dependents_early;     // 1: let the stream's next kernel launch at the start, not after the main loop
                             // (runtime/gemm.cpp decides: where the grid leaves no SM room it could pack into)
   unsigned long long* split_flags;  // split-K over flagged slots (epilogue/epilogue.cuh: finish_flagged): per

@@ -38,4 +38,10 @@ struct FastDivisor {
   }
 };
 
+// The Stream-K schedule's divisors (scheduler/stream_k.cuh, GemmParams::stream_k): the grid's blocks, its units
+// (tiles_n x tiles_m x k_tiles), the k tiles of a tile and the tiles along N.
+struct StreamKDivisors {
+  FastDivisor blocks, units, k_tiles, tiles_n;
+};
+
 }  // namespace lutmm::scheduler

@@ -30,18 +30,18 @@ struct StreamK {
     return (units + 1) * blocks <= 0xffffffffull;
   }
 
-  // (Host-callable: the CPU tests walk every block of a grid.) The divisions go through p's divisors
-  // (stream_k_divisors): the same quotients as first_unit and block_of.
+  // (Host-callable: the CPU tests walk every block of a grid.) The divisions go through p.stream_k
+  // (stream_k_divisors): the same quotients as the static first_unit and block_of above.
   LUTMM_HOST_DEVICE StreamK(const GemmParams& p, uint32_t this_block, uint32_t grid_blocks)
       : units(static_cast<uint32_t>(p.tiles_n) * static_cast<uint32_t>(p.tiles_m) * static_cast<uint32_t>(p.k_tiles)),
         block(this_block),
         blocks(grid_blocks) {
-    next = p.by_blocks.divide(block * units);
-    end = p.by_blocks.divide((block + 1) * units);
+    next = first_unit(p);
+    end = p.stream_k.blocks.divide((block + 1) * units);
   }
-  LUTMM_HOST_DEVICE uint32_t first_unit(const GemmParams& p) const { return p.by_blocks.divide(block * units); }
+  LUTMM_HOST_DEVICE uint32_t first_unit(const GemmParams& p) const { return p.stream_k.blocks.divide(block * units); }
   LUTMM_HOST_DEVICE uint32_t block_of(const GemmParams& p, uint32_t u) const {
-    return p.by_units.divide((u + 1) * blocks - 1);
+    return p.stream_k.units.divide((u + 1) * blocks - 1);
   }
 
   // The next (tile, K range) of this block; false when it has none left.
@@ -49,8 +49,8 @@ struct StreamK {
   LUTMM_HOST_DEVICE bool next_work(const GemmParams& p, TileWork& w) {
     if (next >= end) return false;
     const uint32_t k_tiles = static_cast<uint32_t>(p.k_tiles), tiles_n = static_cast<uint32_t>(p.tiles_n);
-    const uint32_t tile = p.by_k_tiles.divide(next);
-    const uint32_t tile_m = p.by_tiles_n.divide(tile);
+    const uint32_t tile = p.stream_k.k_tiles.divide(next);
+    const uint32_t tile_m = p.stream_k.tiles_n.divide(tile);
     w.tile_id = static_cast<int>(tile);
     w.n0 = static_cast<int>(tile - tile_m * tiles_n) * kTileN;  // N fastest, as in split-K: neighbours share x
     w.m0 = static_cast<int>(tile_m) * kTileM;
@@ -65,14 +65,12 @@ struct StreamK {
   }
 };
 
-// Fills p's Stream-K divisors for a grid of `blocks` blocks over p.tiles_n x p.tiles_m x p.k_tiles units.
-LUTMM_HOST_DEVICE void stream_k_divisors(GemmParams& p, uint32_t blocks) {
+// The divisors of a grid of `blocks` blocks over tiles_n x tiles_m output tiles of k_tiles units each.
+LUTMM_HOST_DEVICE StreamKDivisors stream_k_divisors(int tiles_n, int tiles_m, int k_tiles, uint32_t blocks) {
   const uint32_t units =
-      static_cast<uint32_t>(p.tiles_n) * static_cast<uint32_t>(p.tiles_m) * static_cast<uint32_t>(p.k_tiles);
-  p.by_blocks = FastDivisor::of(blocks);
-  p.by_units = FastDivisor::of(units);
-  p.by_k_tiles = FastDivisor::of(static_cast<uint32_t>(p.k_tiles));
-  p.by_tiles_n = FastDivisor::of(static_cast<uint32_t>(p.tiles_n));
+      static_cast<uint32_t>(tiles_n) * static_cast<uint32_t>(tiles_m) * static_cast<uint32_t>(k_tiles);
+  return {FastDivisor::of(blocks), FastDivisor::of(units), FastDivisor::of(static_cast<uint32_t>(k_tiles)),
+          FastDivisor::of(static_cast<uint32_t>(tiles_n))};
 }
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
