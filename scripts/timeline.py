@@ -52,13 +52,16 @@ def blocks_report(recs, ghz):
         print(f"  main loop on SMs that ran {n} block(s): median {statistics.median(loops):.2f} us ({len(loops)} blocks)")
 
 
-def measured_ghz(recs, entry, exit_, cycles):
-    """The SM clock the blocks ran at: the median of SM cycles from entry to exit over globaltimer ns, over blocks
-    that lived at least 2 us (globaltimer ticks every 32 ns on the H200). Under a decode GEMM's load the H200's SMs
-    ran at ~1.78 GHz, not the 1.98 of its boost clock (docs/NOTES.md v1.30): a fixed 1.98 made the phases
-    measured in cycles ~10% short and mixed them wrongly with the globaltimer marks."""
-    rates = [r[cycles] / (r[exit_] - r[entry]) for r in recs if r[exit_] - r[entry] >= 2000 and r[cycles] > 0]
-    return statistics.median(rates) if rates else None
+def measured_ghz(lives):
+    """The SM clock the blocks ran at, from (globaltimer ns from entry to exit, SM cycles over the same) per block:
+    the median over blocks that lived at least 2 us (globaltimer ticks every 32 ns on the H200). Under a decode
+    GEMM's load the H200's SMs ran at ~1.78 GHz, not the 1.98 of its boost clock (docs/NOTES.md v1.30): a fixed 1.98
+    made the phases measured in cycles ~10% short and mixed them wrongly with the globaltimer marks. 1.98 where no
+    block lived long enough."""
+    rates = [cycles / ns for ns, cycles in lives if ns >= 2000 and cycles > 0]
+    ghz = statistics.median(rates) if rates else 1.98
+    print(f"SM clock {ghz:.3f} GHz (cycles over globaltimer, median over the blocks)")
+    return ghz
 
 
 def trace_report(path, ghz):
@@ -78,8 +81,7 @@ def trace_report(path, ghz):
         launches.append(recs[i:i + n])
         i += n
     if ghz is None:
-        ghz = measured_ghz(recs, "entry_ns", "exit_ns", "cyc_exit") or 1.98
-        print(f"SM clock {ghz:.3f} GHz (cycles over globaltimer, median over the blocks)")
+        ghz = measured_ghz((r["exit_ns"] - r["entry_ns"], r["cyc_exit"]) for r in recs)
     us = lambda cyc: cyc / ghz / 1000
     # runs of consecutive launches of one grid, at most 50 us apart (one shape's graph replays)
     runs, cur = [], [launches[0]]
@@ -192,9 +194,7 @@ def main():
         print("no TL lines (was the kernel compiled with -DLUTMM_TIMELINE=1?)")
         return 1
     if args.ghz is None:
-        every = [r | {"cycles": r["cyc"][4]} for _, recs in runs for r in recs]
-        args.ghz = measured_ghz(every, "entry", "exit", "cycles") or 1.98
-        print(f"SM clock {args.ghz:.3f} GHz (cycles over globaltimer, median over the blocks)")
+        args.ghz = measured_ghz((r["exit"] - r["entry"], r["cyc"][4]) for _, recs in runs for r in recs)
     if args.blocks:
         for key, recs in runs:
             print(f"sm{key} kernel:", end=" ")
