@@ -134,13 +134,86 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
 // store whose words are each single-copy atomic, and goes on: no fence and no counter. Their round trips (the slot
 // stores' release, the counter's atomic, the reload after it) were most of the ~1 us by which a decode GEMM's
 // last-arrival sum outlasted its other blocks (docs/NOTES.md v1.29). The summer polls the words of its pair, adds
-// them in split order with its own value in its place (the order of the last-arrival sum: the same bits), and clears
-// them, so every word is zero again when the next launch, which cannot write before this one has finished, uses it.
+// them in split order with its own value in its place (the order of the last-arrival sum: the same bits), stores the
+// pair's two outputs itself (no barrier, no pass through the tile: 1 x 4096 x 4096 5.07 -> 4.89 us, v1.31), and
+// clears the words, so every word is zero again when the next launch, which cannot write before this one has
+// finished, uses it.
 // The words of split s sit in slot s of the tile below the summer, s - 1 above it. The summer waits for its tile's
 // other splits: the runtime asks for this only where the whole grid is resident at once (one wave, no MPS), so they
 // run; one that found them missing for a second (the promise broken) stops the kernel with a trap rather than hang
 // or store a partial sum.
 inline constexpr long long kFlaggedPatienceNs = 1000000000ll;
+// The split-K summer's looks in flight and their spacing (experiments: -DLUTMM_FLAGGED_LOOKS=n). One at a time
+// measured fastest: with two or three in flight, a few hundred clocks apart, 1 x 4096 x 4096 took 1.06x and 1.11x
+// as long (docs/NOTES.md v1.31), and four moved the n64 decode kernel's register allocation (its main loop a third
+// longer). A Stream-K summer (its item is the last of its run, the others' the first of theirs: they stored long
+// before) always looks once.
+#ifndef LUTMM_FLAGGED_LOOKS
+#define LUTMM_FLAGGED_LOOKS 1
+#endif
+#ifndef LUTMM_FLAGGED_LOOK_CLOCKS
+#define LUTMM_FLAGGED_LOOK_CLOCKS 320
+#endif
+template <class K>
+inline constexpr int kFlaggedLooks = K::kStreamK ? 1 : LUTMM_FLAGGED_LOOKS;
+inline constexpr uint32_t kFlaggedLookClocks = LUTMM_FLAGGED_LOOK_CLOCKS;
+
+// Waits until the words of one pair (at, at + 1) carry a mark in each of the `others` slots (kTileFloats words
+// apart), copies them into seen and clears them. kLooks loads of each word are kept in flight, issued
+// kFlaggedLookClocks apart; a look that misses is issued again as soon as it is back (no sleep: each look is an
+// L2 round trip already).
+template <int kLooks, int kTileFloats, int kOthers>
+LUTMM_DEVICE void take_marked_pair(unsigned long long* at, int others, unsigned long long (&seen)[kOthers][2]) {
+  unsigned long long look[kLooks][kOthers][2];
+  uint32_t missing = (1u << others) - 1u;  // the slots not seen marked yet
+#pragma unroll
+  for (int c = 0; c < kLooks; ++c) {
+#pragma unroll
+    for (int s = 0; s < kOthers; ++s)
+      if (s < others) ptx::load_relaxed_gpu(at + s * kTileFloats, look[c][s][0], look[c][s][1]);
+    if (c + 1 < kLooks) ptx::spin_clocks(kFlaggedLookClocks);
+  }
+  const uint64_t since = ptx::global_timer_ns();
+  for (uint32_t round = 1; missing != 0u; ++round) {
+#pragma unroll
+    for (int c = 0; c < kLooks; ++c) {
+#pragma unroll
+      for (int s = 0; s < kOthers; ++s) {
+        if (((missing >> s) & 1u) == 0u) continue;
+        if ((look[c][s][0] & look[c][s][1] & 1ull) != 0ull) {
+          seen[s][0] = look[c][s][0];
+          seen[s][1] = look[c][s][1];
+          missing &= ~(1u << s);
+        } else {
+          ptx::load_relaxed_gpu(at + s * kTileFloats, look[c][s][0], look[c][s][1]);
+        }
+      }
+    }
+    if (round % 8 == 0 && ptx::global_timer_ns() - since > static_cast<uint64_t>(kFlaggedPatienceNs)) __trap();
+  }
+#pragma unroll
+  for (int s = 0; s < kOthers; ++s)
+    if (s < others) ptx::store_relaxed_gpu(at + s * kTileFloats, 0ull, 0ull);
+}
+LUTMM_DEVICE unsigned long long flagged_word(float v) {  // (value bits << 32) | the mark
+  return (static_cast<unsigned long long>(__float_as_uint(v)) << 32) | 1ull;
+}
+LUTMM_DEVICE float flagged_value(unsigned long long w) { return __uint_as_float(static_cast<uint32_t>(w >> 32)); }
+// The pair's sum in split order, the summer's own values `own` in their place (first under Stream-K, last under
+// split-K).
+template <bool kStreamK, int kOthers>
+LUTMM_DEVICE void add_in_split_order(const unsigned long long (&seen)[kOthers][2], int others, float (&own)[2]) {
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    float v = 0.f;
+    if constexpr (kStreamK) v += own[e];
+#pragma unroll
+    for (int s = 0; s < kOthers; ++s)
+      if (s < others) v += flagged_value(seen[s][e]);
+    if constexpr (!kStreamK) v += own[e];
+    own[e] = v;
+  }
+}
 
 template <class K>
 LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m0, int tile_id, int split, int tid,
@@ -150,54 +223,39 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
   const int summer = K::kStreamK ? 0 : splits - 1;
   const int others = splits - 1;  // the slots: splits 0 .. S - 2 under split-K, 1 .. S - 1 under Stream-K
   const int i = 2 * tid;  // this thread's pair: values i, i + 1 of the stored rows (row-major; tile_n is even)
-  float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
-  const bool has_pair = i < rows * K::kTileN;
-  auto marked = [](float v) { return (static_cast<unsigned long long>(__float_as_uint(v)) << 32) | 1ull; };
-  auto value = [](unsigned long long w) { return __uint_as_float(static_cast<uint32_t>(w >> 32)); };
+  if (i >= rows * K::kTileN) return;
+  const float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
   if (split != summer) {
     const int slot = K::kStreamK ? split - 1 : split;
-    if (has_pair) ptx::store_relaxed_gpu(words + slot * kTileFloats + i, marked(t[0]), marked(t[1]));
+    ptx::store_relaxed_gpu(words + slot * kTileFloats + i, flagged_word(t[0]), flagged_word(t[1]));
     return;
   }
-  if (has_pair) {
-    unsigned long long w[kOthers][2];
+  unsigned long long seen[kOthers][2];
+  take_marked_pair<kFlaggedLooks<K>, kTileFloats>(words + i, others, seen);
+  float v[2] = {t[0], t[1]};
+  add_in_split_order<K::kStreamK>(seen, others, v);
+  // The pair straight to the output (no barrier, no second pass through the tile): columns n, n + 1 of row r, both
+  // below N or both past it (N is a multiple of 8).
+  const int r = i / K::kTileN, n = n0 + i % K::kTileN;
+  if (n >= p.n) return;
+  if (p.bias != nullptr) {
 #pragma unroll
-    for (int s = 0; s < kOthers; ++s)
-      if (s < others) ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
-    const uint64_t since = ptx::global_timer_ns();
-#pragma unroll
-    for (int s = 0; s < kOthers; ++s) {
-      if (s >= others) continue;
-      for (uint32_t looks = 1; (w[s][0] & w[s][1] & 1ull) == 0; ++looks) {
-        // (no sleep between looks: each is an L2 round trip already)
-        if (looks % 16 == 0 && ptx::global_timer_ns() - since > static_cast<uint64_t>(kFlaggedPatienceNs)) __trap();
-        ptx::load_relaxed_gpu(words + s * kTileFloats + i, w[s][0], w[s][1]);
-      }
-    }
-    // in split order, the summer's own value in its place (first under Stream-K, last under split-K)
-    float v0 = 0.f, v1 = 0.f;
-    if constexpr (K::kStreamK) {
-      v0 += t[0];
-      v1 += t[1];
-    }
-#pragma unroll
-    for (int s = 0; s <= kOthers; ++s) {
-      if (s < others) {
-        v0 += value(w[s][0]);
-        v1 += value(w[s][1]);
-      } else if (!K::kStreamK && s == summer) {
-        v0 += t[0];
-        v1 += t[1];
-      }
-    }
-    t[0] = v0;
-    t[1] = v1;
-#pragma unroll
-    for (int s = 0; s < kOthers; ++s)
-      if (s < others) ptx::store_relaxed_gpu(words + s * kTileFloats + i, 0ull, 0ull);
+    for (int e = 0; e < 2; ++e) v[e] += mma::to_float<K::kBf16>(p.bias[n + e]);
   }
-  __syncthreads();
-  store_tile<K>(p, tile, n0, m0, tid);
+  *reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(m0 + r) * p.n + n) = mma::pack_x2<K::kBf16>(v[0], v[1]);
+}
+
+// Whether finish() takes the flagged path for this tile (the runtime's rule, runtime/gemm.cpp flagged_tile, says
+// where p.split_flags is set; this is the device's check of it).
+template <class K>
+LUTMM_DEVICE bool flagged_tile(const GemmParams& p, int m0, int splits) {
+  if constexpr (K::kFlaggedSums && !K::kSplitSpread) {
+    const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
+    return p.split_flags != nullptr && splits > 1 && rows * K::kTileN <= 2 * K::kThreads &&
+           splits <= kFlaggedMaxSplits;
+  } else {
+    return false;
+  }
 }
 
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it
@@ -215,7 +273,7 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   constexpr int kQuads = K::kTileN / 4;  // float4s per tile row
   const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // rows past M are never read back
   if constexpr (K::kFlaggedSums && !K::kSplitSpread) {
-    if (p.split_flags != nullptr && rows * K::kTileN <= 2 * K::kThreads && splits() <= kFlaggedMaxSplits) {
+    if (flagged_tile<K>(p, m0, splits())) {
       finish_flagged<K>(p, tile, n0, m0, tile_id, split, tid, rows, splits());
       return;
     }
