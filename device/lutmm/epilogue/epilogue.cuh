@@ -127,7 +127,7 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
 }
 
 // Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, says where; this code
-// needs at most one pair of the tile's stored values a thread, which finish() checks). One split's block sums the
+// needs at most one pair of the tile's stored values a thread, which flagged_tile below checks). One split's block sums the
 // tile: the last one under split-K (S - 1, whose blocks the GPU dispatches last), the first one under Stream-K (split
 // 0's item on a shared tile is the last of its run, the others' are the first of theirs: they stored long before).
 // Every other block writes each value of its pair into a 64-bit word with a mark, (value bits << 32) | 1, by one
