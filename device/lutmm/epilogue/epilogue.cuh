@@ -127,7 +127,7 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
 }
 
 // Split-K over flagged slots (p.split_flags; the runtime's rule, runtime/gemm.cpp flagged_tile, says where; this code
-// needs at most one pair of the tile's stored values a thread, which flagged_tile below checks). One split's block sums the
+// needs at most one pair of the tile's stored values a thread, which finish() checks). One split's block sums the
 // tile: the last one under split-K (S - 1, whose blocks the GPU dispatches last), the first one under Stream-K (split
 // 0's item on a shared tile is the last of its run, the others' are the first of theirs: they stored long before).
 // Every other block writes each value of its pair into a 64-bit word with a mark, (value bits << 32) | 1, by one
@@ -143,50 +143,30 @@ LUTMM_DEVICE void store_spread_sum(const GemmParams& p, const float* slots, int 
 // run; one that found them missing for a second (the promise broken) stops the kernel with a trap rather than hang
 // or store a partial sum.
 inline constexpr long long kFlaggedPatienceNs = 1000000000ll;
-// The split-K summer's looks in flight and their spacing (experiments: -DLUTMM_FLAGGED_LOOKS=n). One at a time
-// measured fastest: with two or three in flight, a few hundred clocks apart, 1 x 4096 x 4096 took 1.06x and 1.11x
-// as long (docs/NOTES.md v1.31), and four moved the n64 decode kernel's register allocation (its main loop a third
-// longer). A Stream-K summer (its item is the last of its run, the others' the first of theirs: they stored long
-// before) always looks once.
-#ifndef LUTMM_FLAGGED_LOOKS
-#define LUTMM_FLAGGED_LOOKS 1
-#endif
-#ifndef LUTMM_FLAGGED_LOOK_CLOCKS
-#define LUTMM_FLAGGED_LOOK_CLOCKS 320
-#endif
-template <class K>
-inline constexpr int kFlaggedLooks = K::kStreamK ? 1 : LUTMM_FLAGGED_LOOKS;
-inline constexpr uint32_t kFlaggedLookClocks = LUTMM_FLAGGED_LOOK_CLOCKS;
 
 // Waits until the words of one pair (at, at + 1) carry a mark in each of the `others` slots (kTileFloats words
-// apart), copies them into seen and clears them. kLooks loads of each word are kept in flight, issued
-// kFlaggedLookClocks apart; a look that misses is issued again as soon as it is back (no sleep: each look is an
-// L2 round trip already).
-template <int kLooks, int kTileFloats, int kOthers>
+// apart), copies them into seen and clears them. One look at each missing word at a time, issued again as soon as it
+// is back (no sleep: each look is an L2 round trip already). Two or three looks in flight, a few hundred clocks
+// apart, made 1 x 4096 x 4096 1.06x and 1.11x slower (docs/NOTES.md v1.31; the code is in
+// docs/experiments/flagged-from-registers.patch).
+template <int kTileFloats, int kOthers>
 LUTMM_DEVICE void take_marked_pair(unsigned long long* at, int others, unsigned long long (&seen)[kOthers][2]) {
-  unsigned long long look[kLooks][kOthers][2];
+  unsigned long long look[kOthers][2];
   uint32_t missing = (1u << others) - 1u;  // the slots not seen marked yet
 #pragma unroll
-  for (int c = 0; c < kLooks; ++c) {
-#pragma unroll
-    for (int s = 0; s < kOthers; ++s)
-      if (s < others) ptx::load_relaxed_gpu(at + s * kTileFloats, look[c][s][0], look[c][s][1]);
-    if (c + 1 < kLooks) ptx::spin_clocks(kFlaggedLookClocks);
-  }
+  for (int s = 0; s < kOthers; ++s)
+    if (s < others) ptx::load_relaxed_gpu(at + s * kTileFloats, look[s][0], look[s][1]);
   const uint64_t since = ptx::global_timer_ns();
   for (uint32_t round = 1; missing != 0u; ++round) {
 #pragma unroll
-    for (int c = 0; c < kLooks; ++c) {
-#pragma unroll
-      for (int s = 0; s < kOthers; ++s) {
-        if (((missing >> s) & 1u) == 0u) continue;
-        if ((look[c][s][0] & look[c][s][1] & 1ull) != 0ull) {
-          seen[s][0] = look[c][s][0];
-          seen[s][1] = look[c][s][1];
-          missing &= ~(1u << s);
-        } else {
-          ptx::load_relaxed_gpu(at + s * kTileFloats, look[c][s][0], look[c][s][1]);
-        }
+    for (int s = 0; s < kOthers; ++s) {
+      if (((missing >> s) & 1u) == 0u) continue;
+      if ((look[s][0] & look[s][1] & 1ull) != 0ull) {
+        seen[s][0] = look[s][0];
+        seen[s][1] = look[s][1];
+        missing &= ~(1u << s);
+      } else {
+        ptx::load_relaxed_gpu(at + s * kTileFloats, look[s][0], look[s][1]);
       }
     }
     if (round % 8 == 0 && ptx::global_timer_ns() - since > static_cast<uint64_t>(kFlaggedPatienceNs)) __trap();
@@ -231,7 +211,7 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
     return;
   }
   unsigned long long seen[kOthers][2];
-  take_marked_pair<kFlaggedLooks<K>, kTileFloats>(words + i, others, seen);
+  take_marked_pair<kTileFloats>(words + i, others, seen);
   float v[2] = {t[0], t[1]};
   add_in_split_order<K::kStreamK>(seen, others, v);
   // The pair straight to the output (no barrier, no second pass through the tile): columns n, n + 1 of row r, both
@@ -245,17 +225,14 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
   *reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(m0 + r) * p.n + n) = mma::pack_x2<K::kBf16>(v[0], v[1]);
 }
 
-// Whether finish() takes the flagged path for this tile (the runtime's rule, runtime/gemm.cpp flagged_tile, says
-// where p.split_flags is set; this is the device's check of it).
+// Whether finish() takes the flagged path for this tile: the device's check of the runtime's rule (runtime/gemm.cpp
+// flagged_tile says where p.split_flags is set). (Its rows from m0 and `splits > 1` again, though finish() has both:
+// the condition written inline in finish(), or given finish()'s rows, changed the sm80 kernels' SASS, the Stream-K
+// ones by four registers; v1.31.)
 template <class K>
 LUTMM_DEVICE bool flagged_tile(const GemmParams& p, int m0, int splits) {
-  if constexpr (K::kFlaggedSums && !K::kSplitSpread) {
-    const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
-    return p.split_flags != nullptr && splits > 1 && rows * K::kTileN <= 2 * K::kThreads &&
-           splits <= kFlaggedMaxSplits;
-  } else {
-    return false;
-  }
+  const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;
+  return p.split_flags != nullptr && splits > 1 && rows * K::kTileN <= 2 * K::kThreads && splits <= kFlaggedMaxSplits;
 }
 
 // How many blocks share the tile: p.splits for every tile under split-K; under Stream-K (K::kStreamK) it

@@ -126,13 +126,6 @@ LUTMM_DEVICE uint64_t global_timer_ns() {
   return t;
 }
 
-// Spins for about `clocks` SM clocks (a short wait between loads in flight; __nanosleep's is coarse: up to 2x).
-LUTMM_DEVICE void spin_clocks(uint32_t clocks) {
-  const uint32_t start = static_cast<uint32_t>(clock());
-  while (static_cast<uint32_t>(clock()) - start < clocks) {
-  }
-}
-
 LUTMM_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
   uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
