@@ -25,19 +25,13 @@ import subprocess
 import sys
 import tempfile
 
+from sass_opcode import opcode  # (this folder is on sys.path: the script's own)
+
 _INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _FUNCTION = re.compile(r"^\s+Function : (\S+)")
 _REGISTERS = re.compile(r"Used (\d+) registers")
 _MMA = ("HMMA", "HGMMA")
 _COPIES = ("LDGSTS", "UTMALDG", "UBLKCP")
-
-
-def opcode(instruction):
-    """The opcode without predicate and modifiers: '@!P0 LDS.U16 R5, [R3]' -> 'LDS'."""
-    words = instruction.split()
-    if words and words[0].startswith("@"):
-        words = words[1:]
-    return words[0].split(".")[0] if words else ""
 
 
 def parse_listing(text):

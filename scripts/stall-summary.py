@@ -16,20 +16,14 @@ import csv
 import re
 import sys
 
+from sass_opcode import opcode  # (this folder is on sys.path: the script's own)
+
 
 def number(text):
     try:
         return float(text.replace(",", ""))
     except ValueError:
         return 0.0
-
-
-def opcode(source):
-    """'@!P0 LDS.U16 R1, [R2]' -> 'LDS'."""
-    words = source.strip().split()
-    if words and words[0].startswith("@"):
-        words = words[1:]
-    return words[0].split(".")[0] if words else ""
 
 
 def main():
