@@ -36,8 +36,8 @@ __device__ void put(unsigned long long* at, unsigned long long v) {
     ptx::store_relaxed_gpu(at, v, v);
   } else if constexpr (kWords == Words::relaxed_word) {  // (the 4-byte words carry the round: v's high half)
     asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(at), "r"(static_cast<uint32_t>(v >> 32)) : "memory");
-  } else {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(at), "r"(static_cast<uint32_t>(v >> 32)) : "memory");
+  } else {  // (the kernels' counter store, ptx/memory.cuh)
+    ptx::store_release_gpu(reinterpret_cast<uint32_t*>(at), static_cast<uint32_t>(v >> 32));
   }
 }
 template <Words kWords>
@@ -50,8 +50,8 @@ __device__ bool holds(const unsigned long long* at, unsigned long long v) {
     uint32_t w;
     if constexpr (kWords == Words::relaxed_word) {
       asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(w) : "l"(at) : "memory");
-    } else {
-      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(w) : "l"(at) : "memory");
+    } else {  // (the kernels' counter poll, ptx/memory.cuh)
+      w = ptx::load_acquire_gpu(reinterpret_cast<const uint32_t*>(at));
     }
     return w == static_cast<uint32_t>(v >> 32);
   }
