@@ -57,7 +57,7 @@ LUTMM_DEVICE void load_lane_words(const uint32_t* src, uint32_t (&words)[kBits])
 // Where a kernel's pair table lives: 128-byte rows in static shared memory (declared only by the kernels
 // that use it: any static shared memory beyond the table can cost a block its place on an SM, docs/NOTES.md
 // v1.7), 256-byte rows at the start of the dynamic shared memory (kRowBytes 0, a register table, declares
-// nothing). Either way a link-time address, so each lookup is one LDS with an immediate base.
+// nothing).
 template <int kBits, int kRowBytes>
 LUTMM_DEVICE uint32_t* pair_table_storage(uint8_t* dynamic_smem);
 
@@ -70,8 +70,19 @@ struct SharedPairLut {
   static constexpr int kBytes = kWords * 4;
   static_assert(kRowBytes == 128 || (kRowBytes == 256 && kBits == 4), "256-byte rows need byte-aligned pair indices");
 
-  const uint8_t* table_bytes;  // a __shared__ array at a link-time address, so loads take an immediate base
-  uint32_t lane4;              // lane * 4: this lane's copy
+  // The table's shared-memory address, as lane 0 of the warp has it. On sm_90 that address is the CTA's shared
+  // window base (SR_CgaCtaId << 24, +1 KB) plus the table's offset, a run-time value: read back through a shuffle,
+  // ptxas knows it is warp-uniform, keeps it in a uniform register and issues each lookup as one LDS [offset + UR].
+  // Taken from the pointer directly, ptxas kept it in a vector register in 11 of the 29 decode and small-batch
+  // kernels of the H200 database and added it to every offset (one IMAD.IADD a lookup: the 256 x 16 x 128 decode
+  // loop 636 instructions, 503 with the shuffle; docs/NOTES.md v1.32).
+  uint32_t table_addr;
+  uint32_t lane4;  // lane * 4: this lane's copy
+
+  // Called by all 32 lanes of a warp together (the shuffle). used = false: a placeholder (a register-table
+  // kernel's), which touches nothing.
+  LUTMM_DEVICE SharedPairLut(const void* table, uint32_t lane, bool used = true)
+      : table_addr(used ? __shfl_sync(0xffffffffu, ptx::smem_addr(table), 0) : 0u), lane4(used ? lane * 4 : 0u) {}
 
   // Every thread of the block takes part; the caller synchronises afterwards. A row's 32 copies are eight
   // 16-byte stores of four copies each, so a thread writes row i / 8, copies 4 (i % 8) .. + 3 of chunk i and
@@ -101,7 +112,7 @@ struct SharedPairLut {
       } else {
         offset = pair_offset<kBits>(w, s, p, lane4);
       }
-      a[p] = *reinterpret_cast<const uint32_t*>(table_bytes + offset);
+      a[p] = ptx::lds_u32(table_addr + offset);
     }
   }
 };
@@ -174,7 +185,7 @@ struct KernelLut {
 
   // From this lane's table entry (table_entry_of_lane, or table_entry_of_lane_now where a kernel loads it ahead).
   LUTMM_DEVICE KernelLut(uint32_t* storage, uint32_t entry, int tid, int threads)
-      : shared{reinterpret_cast<const uint8_t*>(storage), static_cast<uint32_t>(tid & 31) * 4} {
+      : shared(storage, static_cast<uint32_t>(tid & 31), kShared) {
     if constexpr (kShared) {
       Shared::build(storage, entry, tid, threads);
     } else {

@@ -8,6 +8,14 @@ namespace lutmm::ptx {
 
 LUTMM_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
+// One 32-bit load at a shared-memory address (smem_addr). Volatile, as the ldmatrix wrappers: the compiler keeps it
+// where the source puts it relative to the barriers that publish what it reads.
+LUTMM_DEVICE uint32_t lds_u32(uint32_t smem) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(smem));
+  return v;
+}
+
 // 16-byte async copy, bypassing L1. src_bytes = 0 zero-fills the destination (out-of-range rows/columns).
 LUTMM_DEVICE void cp_async_16(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
