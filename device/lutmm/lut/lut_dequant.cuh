@@ -79,9 +79,9 @@ struct SharedPairLut {
   uint32_t table_addr;
   uint32_t lane4;  // lane * 4: this lane's copy
 
-  // Called by all 32 lanes of a warp together (the shuffle). used = false: a placeholder (a register-table
-  // kernel's), which touches nothing.
-  LUTMM_DEVICE SharedPairLut(const void* table, uint32_t lane, bool used = true)
+  // Called by all 32 lanes of a warp together (the shuffle). used = false (KernelLut of a register table): a
+  // placeholder that touches nothing.
+  LUTMM_DEVICE SharedPairLut(const void* table, uint32_t lane, bool used)
       : table_addr(used ? __shfl_sync(0xffffffffu, ptx::smem_addr(table), 0) : 0u), lane4(used ? lane * 4 : 0u) {}
 
   // Every thread of the block takes part; the caller synchronises afterwards. A row's 32 copies are eight
