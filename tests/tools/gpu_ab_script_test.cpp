@@ -24,13 +24,15 @@ class GpuAbScript : public ::testing::Test {
     write_bench("bin/lutmm", 9.0, "cfg_a");
     write_bench("other", 10.0, "cfg_b");
   }
-  // A stand-in `lutmm bench`: two rows, lutmm times `us` (x 0.8 where the side's NVRTC options hold -DFAST, x 0.5
+  // A stand-in `lutmm bench` (and `lutmm precompile`, which notes its options and arguments in its cache folder): two rows, lutmm times `us` (x 0.8 where the side's NVRTC options hold -DFAST, x 0.5
   // where its environment has HALF=1), cuBLAS 20 us, the config given; it also notes its cache folder.
   void write_bench(const std::string& name, double us, const std::string& config) {
     const std::filesystem::path path = dir / name;
     {
       std::ofstream f(path);
       f << "#!/bin/sh\n"
+           "if [ \"$1\" = precompile ]; then mkdir -p \"$LUTMM_CACHE_DIR\" &&"
+           " echo \"options '$LUTMM_NVRTC_OPTIONS' args $*\" >\"$LUTMM_CACHE_DIR/precompiled\"; exit 0; fi\n"
            "csv=''\n"
            "while [ $# -gt 0 ]; do [ \"$1\" = --csv ] && csv=$2; shift; done\n"
            "us=" << us << "\n"
@@ -88,14 +90,30 @@ TEST_F(GpuAbScript, AlternatesAnyNumberOfSidesAndComparesEachWithTheFirst) {
   const ToolRun r = run({(dir / "shapes.txt").string(), "2", side("base", "bin/lutmm_base"), side("new", "bin/lutmm"),
                          side("fast", "bin/lutmm_base", "-DFAST=1"), side("other", "other")});
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  // the rounds alternate the sides: base, new, fast, other, then again
+  // the rounds alternate the sides: base, new, fast, other, then the other way round
   const size_t b1 = r.out.find("== round 1: base"), n1 = r.out.find("== round 1: new"),
-               f1 = r.out.find("== round 1: fast"), b2 = r.out.find("== round 2: base");
+               f1 = r.out.find("== round 1: fast"), o1 = r.out.find("== round 1: other"),
+               o2 = r.out.find("== round 2: other"), f2 = r.out.find("== round 2: fast"),
+               n2 = r.out.find("== round 2: new"), b2 = r.out.find("== round 2: base");
   ASSERT_NE(b2, std::string::npos) << r.out;
   EXPECT_LT(b1, n1);
   EXPECT_LT(n1, f1);
-  EXPECT_LT(f1, b2);
+  EXPECT_LT(f1, o1);
+  EXPECT_LT(o1, o2);
+  EXPECT_LT(o2, f2);
+  EXPECT_LT(f2, n2);
+  EXPECT_LT(n2, b2);
   EXPECT_NE(r.out.find(", -DFAST=1)"), std::string::npos) << "the side's options are shown: " << r.out;
+  // every side's kernels compiled before the first round, in its own cache folder with its own options
+  const size_t precompiled = r.out.find("== precompiled every side's kernels");
+  ASSERT_NE(precompiled, std::string::npos) << r.out;
+  EXPECT_LT(precompiled, b1);
+  for (const char* name : {"base", "new", "fast", "other"}) {
+    const std::string note = slurp(dir / (std::string("caches-") + name) / "precompiled");
+    EXPECT_NE(note.find("args precompile --shapes " + (dir / "shapes.txt").string()), std::string::npos)
+        << name << ": " << note;
+    EXPECT_EQ(note.find("-DFAST=1") != std::string::npos, std::string(name) == "fast") << name << ": " << note;
+  }
   // per shape: cuBLAS 20, the medians 10 / 9 / 8 / 10, the ratios 0.900 / 0.800 / 1.000, the other side's config
   EXPECT_NE(r.out.find("1x4096x4096    20.00     10.00      9.00      8.00     10.00         0.900        0.800"
                        "        1.000  cfg_a (other: cfg_b)"),
@@ -139,6 +157,12 @@ TEST_F(GpuAbScript, ComparesTheBaselineBuildOrASwitchOnTheNewSide) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("new / base: 0.5000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(" + (dir / "bin/lutmm").string() + ", HALF=1)"), std::string::npos) << r.out;
+
+  // precompile gets the problem's options of $LUTMM_AB_ARGS, not the benchmark's own
+  r = run({shapes, "1"}, "LUTMM_AB_ARGS='--config cfg_x --bits 3 --dtype fp16'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string note = slurp(dir / "caches-lutmm_base" / "precompiled");
+  EXPECT_NE(note.find("args precompile --shapes " + shapes + " --bits 3 --dtype fp16\n"), std::string::npos) << note;
 }
 
 }  // namespace
