@@ -24,14 +24,16 @@ class GpuAbScript : public ::testing::Test {
     write_bench("bin/lutmm", 9.0, "cfg_a");
     write_bench("other", 10.0, "cfg_b");
   }
-  // A stand-in `lutmm bench` (and `lutmm precompile`, which notes its options and arguments in its cache folder): two rows, lutmm times `us` (x 0.8 where the side's NVRTC options hold -DFAST, x 0.5
-  // where its environment has HALF=1), cuBLAS 20 us, the config given; it also notes its cache folder.
+  // A stand-in `lutmm bench`: two rows, lutmm times `us` (x 0.8 where the side's NVRTC options hold -DFAST, x 0.5
+  // where its environment has HALF=1), cuBLAS 20 us, the config given; it also notes its cache folder. As
+  // `lutmm precompile` it writes its NVRTC options and arguments into the cache folder's file `precompiled` (or
+  // fails with rc 3 where FAIL_PRECOMPILE=1).
   void write_bench(const std::string& name, double us, const std::string& config) {
     const std::filesystem::path path = dir / name;
     {
       std::ofstream f(path);
       f << "#!/bin/sh\n"
-           "if [ \"$1\" = precompile ]; then mkdir -p \"$LUTMM_CACHE_DIR\" &&"
+           "if [ \"$1\" = precompile ]; then [ \"${FAIL_PRECOMPILE:-}\" = 1 ] && exit 3; mkdir -p \"$LUTMM_CACHE_DIR\" &&"
            " echo \"options '$LUTMM_NVRTC_OPTIONS' args $*\" >\"$LUTMM_CACHE_DIR/precompiled\"; exit 0; fi\n"
            "csv=''\n"
            "while [ $# -gt 0 ]; do [ \"$1\" = --csv ] && csv=$2; shift; done\n"
@@ -157,6 +159,13 @@ TEST_F(GpuAbScript, ComparesTheBaselineBuildOrASwitchOnTheNewSide) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("new / base: 0.5000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(" + (dir / "bin/lutmm").string() + ", HALF=1)"), std::string::npos) << r.out;
+
+  // a side whose precompile fails is named and still benchmarked
+  r = run({shapes, "1"}, "FAIL_PRECOMPILE=1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("base: precompile rc=3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("new: precompile rc=3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("new / base: 0.9000"), std::string::npos) << r.out;
 
   // precompile gets the problem's options of $LUTMM_AB_ARGS, not the benchmark's own
   r = run({shapes, "1"}, "LUTMM_AB_ARGS='--config cfg_x --bits 3 --dtype fp16'");
