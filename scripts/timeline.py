@@ -138,8 +138,30 @@ def trace_report(path, ghz):
                     late["late blocks: table built to dependency met"].append(us(r["cyc_dependency"] - table))
                 else:
                     late["late blocks: entry to dependency met"].append(us(r["cyc_dependency"]))
+        # Stream-K blocks whose run covers parts of two or more tiles: the switch from the first item to the next
+        switch = collections.defaultdict(list)
+        for l in run:
+            for r in l:
+                if r.get("items", 1) < 2 or r.get("cyc_first_item_done", -1) < 0:
+                    continue
+                switch["switch: first item's main loop end to tile staged"].append(
+                    us(r["cyc_first_item_staged"] - r["cyc_first_item_main_loop"]))
+                switch["switch: tile staged to epilogue done"].append(
+                    us(r["cyc_first_item_done"] - r["cyc_first_item_staged"]))
+                switch["switch: epilogue done to the last item's first tile"].append(
+                    us(r["cyc_first_tile"] - r["cyc_first_item_done"]))
+        # the blocks' main loop end (after the previous launch's end) by when they entered against it: early entrants
+        # copy their first stages while the previous launch drains, so with equal runs they finish first
+        by_entry = collections.defaultdict(list)
+        for e, l in zip(ends, run[1:]):
+            for r in l:
+                entered = (r["entry_ns"] - e) / 1000
+                group = "entered >= 2 us before" if entered <= -2 else "entered later"
+                by_entry[f"loop end after prev end, {group}"].append(
+                    (r["entry_ns"] + r["cyc_main_loop"] / ghz - e) / 1000)
+        switch.update(by_entry)
         blocks = sum(len(l) for l in run[1:])
-        for name, v in list(phases.items()) + list(late.items()):
+        for name, v in list(phases.items()) + list(late.items()) + list(switch.items()):
             share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
             print(f"  {name:52s} {quantiles(v)}{share}")
         last_exit_report(run, ghz)

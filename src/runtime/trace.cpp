@@ -59,14 +59,17 @@ size_t write_csv(const std::string& path, size_t* dropped) {
   std::ofstream out(path);
   if (!out) throw_argument_error("path", "a file the trace can be written to", path);
   out << "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,"
-         "cyc_main_loop,cyc_staged,cyc_exit,grid_blocks,cyc_prologue_copies,cyc_prologue_table\n";
+         "cyc_main_loop,cyc_staged,cyc_exit,grid_blocks,cyc_prologue_copies,cyc_prologue_table,items,"
+         "cyc_first_item_main_loop,cyc_first_item_staged,cyc_first_item_done\n";
   auto cycles = [](unsigned long long c) { return c == ~0ull ? std::string("-1") : std::to_string(c); };
   for (const unsigned long long* r : records) {
     const unsigned long long* mark = r + kTraceMarkCycles;  // marks 1..5
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r[kTraceTag], r[kTraceSm], r[kTraceBlockX],
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r[kTraceTag], r[kTraceSm], r[kTraceBlockX],
                        r[kTraceBlockY], r[kTraceBlockZ], r[kTraceEntryNs], r[kTraceDependencyNs], r[kTraceExitNs],
                        cycles(mark[0]), cycles(mark[1]), cycles(mark[2]), cycles(mark[3]), cycles(mark[4]),
-                       r[kTraceGridBlocks], cycles(r[kTraceBeforeWaitCycles]), cycles(r[kTraceBeforeWaitCycles + 1]));
+                       r[kTraceGridBlocks], cycles(r[kTraceBeforeWaitCycles]), cycles(r[kTraceBeforeWaitCycles + 1]),
+                       r[kTraceItems], cycles(r[kTraceFirstItemCycles]), cycles(r[kTraceFirstItemCycles + 1]),
+                       cycles(r[kTraceFirstItemCycles + 2]));
   }
   out.close();
   if (!out) throw_argument_error("path", "a file the trace can be written to", path + " (write failed)");

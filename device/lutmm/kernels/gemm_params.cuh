@@ -7,17 +7,21 @@ namespace lutmm {
 
 // The trace buffer (GemmParams::trace; ptx/timeline.cuh writes it, runtime/trace.cpp reads it): word 0 counts the
 // records taken, which start at word kTraceHeaderWords, kTraceRecordWords words each, at most kTraceCapacity.
-inline constexpr int kTraceHeaderWords = 16, kTraceRecordWords = 16;
-inline constexpr unsigned long long kTraceCapacity = 1ull << 18;  // (32 MB)
+inline constexpr int kTraceHeaderWords = 16, kTraceRecordWords = 24;
+inline constexpr unsigned long long kTraceCapacity = 1ull << 18;  // (48 MB)
 // The words of one record: globaltimer ns at entry, dependency met and exit; the kernel's tag, SM and block; SM
 // cycles from entry to marks 1..5 (Timeline::mark; ~0 where a kernel has no such mark); the grid's blocks; cycles
-// from entry to the two marks before the dependency wait (Timeline::mark_before_wait).
+// from entry to the two marks before the dependency wait (Timeline::mark_before_wait); a block with several items
+// (Stream-K) records marks 2..5 of its last item, its item count and, of its first item, the cycles from entry to
+// its main loop's end, its tile staged and its epilogue done (~0 where it has one item).
 enum TraceWord : int {
   kTraceEntryNs, kTraceDependencyNs, kTraceExitNs, kTraceTag, kTraceSm, kTraceBlockX, kTraceBlockY, kTraceBlockZ,
   kTraceMarkCycles,                        // marks 1..5: kTraceMarkCycles + mark - 1
   kTraceGridBlocks = kTraceMarkCycles + 5,
   kTraceBeforeWaitCycles,                  // the two marks before the wait: + 0, + 1
-  kTraceUsedWords = kTraceBeforeWaitCycles + 2
+  kTraceItems = kTraceBeforeWaitCycles + 2,  // the items the block finished
+  kTraceFirstItemCycles,                   // the first item's main loop end, tile staged, epilogue done: + 0, + 1, + 2
+  kTraceUsedWords = kTraceFirstItemCycles + 3
 };
 static_assert(kTraceUsedWords <= kTraceRecordWords, "a trace record fits its slot");
 

@@ -33,6 +33,8 @@ struct Timeline {
   long long clock[kMarks];
   unsigned long long entry_ns, wait_ns = 0;
   long long before_wait[2] = {0, 0};  // (trace only: the prologue's W copies issued, its table built)
+  long long first_item[3] = {0, 0, 0};  // (trace only: the first item's main loop end, tile staged, epilogue done)
+  unsigned items = 0;
   unsigned long long* trace;
   unsigned long long slot = kTraceCapacity;
   bool on;
@@ -58,6 +60,7 @@ struct Timeline {
   LUTMM_DEVICE void print(int tag) {
     if (!on) return;
     clock[kMarks - 1] = clock64();
+    if (items++ == 0) first_item[0] = clock[3], first_item[1] = clock[4], first_item[2] = clock[kMarks - 1];
     unsigned long long exit_ns;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(exit_ns));
     unsigned sm;
@@ -73,6 +76,9 @@ struct Timeline {
     r[kTraceGridBlocks] = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
     for (int j = 0; j < 2; ++j)
       r[kTraceBeforeWaitCycles + j] = before_wait[j] > 0 ? static_cast<unsigned long long>(before_wait[j] - clock[0]) : ~0ull;
+    r[kTraceItems] = items;
+    for (int j = 0; j < 3; ++j)
+      r[kTraceFirstItemCycles + j] = items > 1 && first_item[j] > 0 ? static_cast<unsigned long long>(first_item[j] - clock[0]) : ~0ull;
 #else
     struct {
       int tag, x, y, z;
