@@ -12,8 +12,11 @@ and the median lifetime of each block. Give it one shape's run (a run is split o
 --trace FILE: the CSV of `lutmm bench --trace FILE` over kernels built with -DLUTMM_TIMELINE=3 (every block of
 every launch, no printf: the benchmark's back-to-back launches as they run): per launch, its span and the blocks'
 phases, and between consecutive launches of a shape, when the next one's blocks entered and passed their
-dependency wait against the last exit of this one (negative: before it, PDL's overlap); for split-K grids, which
-split's block exits last and how long after its own tile was staged and its tile's other splits exited. Cycles
+dependency wait against the last exit of this one (negative: before it, PDL's overlap); for Stream-K blocks whose run
+covers parts of two tiles, the switch between them (the first item's main loop end to its tile staged, to its epilogue
+done, to the next item's first tile); the blocks' main loop end by when they entered (2 us or more before the previous
+launch's end, or later); for split-K grids, which split's block exits last and how long after its own tile was staged
+and its tile's other splits exited. Cycles
 become time at the SM clock measured from the records unless --ghz says otherwise.
 
 --blocks: for one launch of a kernel built with -DLUTMM_TIMELINE=2 (every block prints; e.g. `lutmm verify
@@ -159,9 +162,8 @@ def trace_report(path, ghz):
                 group = "entered >= 2 us before" if entered <= -2 else "entered later"
                 by_entry[f"loop end after prev end, {group}"].append(
                     (r["entry_ns"] + r["cyc_main_loop"] / ghz - e) / 1000)
-        switch.update(by_entry)
         blocks = sum(len(l) for l in run[1:])
-        for name, v in list(phases.items()) + list(late.items()) + list(switch.items()):
+        for name, v in list(phases.items()) + list(late.items()) + list(switch.items()) + list(by_entry.items()):
             share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
             print(f"  {name:52s} {quantiles(v)}{share}")
         last_exit_report(run, ghz)

@@ -87,6 +87,39 @@ TEST_F(TimelineScript, TraceModeMeasuresTheBoundaryBetweenBackToBackLaunches) {
   EXPECT_EQ(r.out.find("100000 ns"), std::string::npos) << r.out;  // (the warm-up)
 }
 
+// A Stream-K grid's records (items, the first item's marks): the switch between a block's items in three parts, and the
+// main loop end by when the block entered against the previous launch's end.
+TEST_F(TimelineScript, TraceModeTimesTheSwitchBetweenItemsAndTheLoopEndByEntry) {
+  // four launches of two blocks 3 us apart at 2 GHz. Block 0 enters at e, runs two items (the first's main loop ends
+  // at 3000 cycles, its tile staged at 3200, its epilogue done at 3600; the second's first tile at 4400), ends its
+  // main loop 4 us after entry and exits at 5 us: the launch's last exit, so the next launch's block 0 entered 2 us
+  // before it, block 1 (entering at e + 1 us, one item, main loop end 2 us after entry, exit at 3 us) 1 us before.
+  std::string csv =
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks,cyc_prologue_copies,cyc_prologue_table,items,cyc_first_item_main_loop,"
+      "cyc_first_item_staged,cyc_first_item_done\n";
+  for (int l = 0; l < 4; ++l) {
+    const long long e = 1000000 + 3000LL * l;
+    csv += fmt::format("80,0,0,0,0,{},{},{},4000,4400,8000,8100,10000,2,100,200,2,3000,3200,3600\n", e, e + 2000, e + 5000);
+    csv += fmt::format("80,1,1,0,0,{},{},{},2000,2400,4000,4100,6000,2,100,200,1,-1,-1,-1\n", e + 1000, e + 2000,
+                       e + 4000);
+  }
+  const ToolRun r = run_timeline_script(csv, dir, "--trace");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto line = [](const char* name, const char* values) { return fmt::format("{:52} {}", name, values); };
+  EXPECT_NE(r.out.find(line("switch: first item's main loop end to tile staged", "min   0.10 p10   0.10 med   0.10")),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(line("switch: tile staged to epilogue done", "min   0.20 p10   0.20 med   0.20")),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(line("switch: epilogue done to the last item's first tile", "min   0.40 p10   0.40 med   0.40")),
+            std::string::npos) << r.out;
+  // after the previous launch's end (e + 2 us): block 0's main loop ends at e + 4 us, block 1's at e + 3 us
+  EXPECT_NE(r.out.find(line("loop end after prev end, entered >= 2 us before", "min   2.00 p10   2.00 med   2.00")),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(line("loop end after prev end, entered later", "min   1.00 p10   1.00 med   1.00")),
+            std::string::npos) << r.out;
+}
+
 // Without --ghz the trace's cycles become time at the clock the blocks ran at (cycles over globaltimer from entry to
 // exit, median over the blocks): the H200's SMs ran decode GEMMs at ~1.8 GHz, not their 1.98 GHz boost clock.
 TEST_F(TimelineScript, TraceModeMeasuresTheSmClockFromTheRecords) {
