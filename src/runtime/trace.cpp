@@ -64,10 +64,11 @@ size_t write_csv(const std::string& path, size_t* dropped) {
   auto cycles = [](unsigned long long c) { return c == ~0ull ? std::string("-1") : std::to_string(c); };
   for (const unsigned long long* r : records) {
     const unsigned long long* mark = r + kTraceMarkCycles;  // marks 1..5
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r[kTraceTag], r[kTraceSm], r[kTraceBlockX],
-                       r[kTraceBlockY], r[kTraceBlockZ], r[kTraceEntryNs], r[kTraceDependencyNs], r[kTraceExitNs],
-                       cycles(mark[0]), cycles(mark[1]), cycles(mark[2]), cycles(mark[3]), cycles(mark[4]),
-                       r[kTraceGridBlocks], cycles(r[kTraceBeforeWaitCycles]), cycles(r[kTraceBeforeWaitCycles + 1]),
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r[kTraceTag], r[kTraceSm],
+                       r[kTraceBlockX], r[kTraceBlockY], r[kTraceBlockZ], r[kTraceEntryNs], r[kTraceDependencyNs],
+                       r[kTraceExitNs], cycles(mark[0]), cycles(mark[1]), cycles(mark[2]), cycles(mark[3]),
+                       cycles(mark[4]), r[kTraceGridBlocks], cycles(r[kTraceBeforeWaitCycles]),
+                       cycles(r[kTraceBeforeWaitCycles + 1]),
                        r[kTraceItems], cycles(r[kTraceFirstItemCycles]), cycles(r[kTraceFirstItemCycles + 1]),
                        cycles(r[kTraceFirstItemCycles + 2]));
   }

@@ -60,7 +60,8 @@ std::vector<std::vector<long long>> traced_rows(const Problem& problem, const ch
   if (!rows.empty()) {
     const size_t grid_blocks = static_cast<size_t>(rows[0][13]);
     EXPECT_GE(rows.size(), grid_blocks);
-    EXPECT_EQ(rows.size() % grid_blocks, 0u) << rows.size() << " records: not whole launches of " << grid_blocks << " blocks";
+    EXPECT_EQ(rows.size() % grid_blocks, 0u)
+        << rows.size() << " records: not whole launches of " << grid_blocks << " blocks";
   }
   return rows;
 }
@@ -93,7 +94,8 @@ TEST(TraceGpu, EveryBlockOfEveryLaunchLeavesOneOrderedRecord) {
     ++per_block[{v[2], v[4]}];
   }
   EXPECT_EQ(per_block.size(), 128u);  // every block, each as often as there were launches
-  for (const auto& [block, n] : per_block) EXPECT_EQ(static_cast<size_t>(n), rows.size() / 128) << block.first << "," << block.second;
+  for (const auto& [block, n] : per_block)
+    EXPECT_EQ(static_cast<size_t>(n), rows.size() / 128) << block.first << "," << block.second;
 }
 
 // Stream-K: a block's run may cover parts of several tiles (items); its record holds its last item's marks and its

@@ -100,7 +100,8 @@ TEST_F(TimelineScript, TraceModeTimesTheSwitchBetweenItemsAndTheLoopEndByEntry) 
       "cyc_first_item_staged,cyc_first_item_done\n";
   for (int l = 0; l < 4; ++l) {
     const long long e = 1000000 + 3000LL * l;
-    csv += fmt::format("80,0,0,0,0,{},{},{},4000,4400,8000,8100,10000,2,100,200,2,3000,3200,3600\n", e, e + 2000, e + 5000);
+    csv += fmt::format("80,0,0,0,0,{},{},{},4000,4400,8000,8100,10000,2,100,200,2,3000,3200,3600\n", e, e + 2000,
+                       e + 5000);
     csv += fmt::format("80,1,1,0,0,{},{},{},2000,2400,4000,4100,6000,2,100,200,1,-1,-1,-1\n", e + 1000, e + 2000,
                        e + 4000);
   }

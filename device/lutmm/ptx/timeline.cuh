@@ -78,7 +78,8 @@ struct Timeline {
       r[kTraceBeforeWaitCycles + j] = before_wait[j] > 0 ? static_cast<unsigned long long>(before_wait[j] - clock[0]) : ~0ull;
     r[kTraceItems] = items;
     for (int j = 0; j < 3; ++j)
-      r[kTraceFirstItemCycles + j] = items > 1 && first_item[j] > 0 ? static_cast<unsigned long long>(first_item[j] - clock[0]) : ~0ull;
+      r[kTraceFirstItemCycles + j] =
+          items > 1 && first_item[j] > 0 ? static_cast<unsigned long long>(first_item[j] - clock[0]) : ~0ull;
 #else
     struct {
       int tag, x, y, z;
