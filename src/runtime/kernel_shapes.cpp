@@ -20,6 +20,10 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       // M = 9..16 decode batches on the 256-deep k tiles that the tuner picks for M = 1..8 on the large layers
       // (two 8-column blocks: each dequantized strip feeds two MMAs)
       make(128, 16, 256, 3, 4, 1),
+      // four strips a warp in three stages: with the 256-byte table (lutsmem256) x and the scales fit into its holes
+      // and two blocks share an SM, so the four-strip decode warps get the one-PRMT lookups (1 x 28672 x 8192
+      // 32.7 -> 31.7 us against the four-stage shape with the 128-byte table; docs/NOTES.md v1.35)
+      make(256, 8, 128, 3, 4, 1),
       // seven warps (tiles of 224 or 112 rows): the tuner picks them for a few small layers (8 x 6912 x 256 2.64 ->
       // 2.15 us, 2 x 1536 x 2048 2.95 -> 2.86; docs/NOTES.md v1.17); on the 7 x 2^k-row layers they were meant for
       // (N = 14336, 28672: 256 blocks instead of 224 or Stream-K) they lost to the four-strip warps
