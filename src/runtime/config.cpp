@@ -191,9 +191,9 @@ std::string config_invalid_reason(const KernelConfig& c, const Problem& p, const
     const int stage = sm80_stage_bytes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k, false,
                                        sm80_io_in_holes(p.bits, kernel_group(p), c.tile_n, c.tile_m, c.tile_k,
                                                         c.stages, lut_row_bytes(c.lut)));
-    if (sm80_epilogue_bytes(c.tile_n, c.tile_m) > stage)
-      return fmt::format("sm80 Stream-K stages the {}-byte epilogue tile in one {}-byte stage",
-                         sm80_epilogue_bytes(c.tile_n, c.tile_m), stage);
+    const int epilogue = c.tile_m * sm80_stream_k_epilogue_ld(c.tile_n, c.tile_m, stage) * 4;
+    if (epilogue > stage)
+      return fmt::format("sm80 Stream-K stages the {}-byte epilogue tile in one {}-byte stage", epilogue, stage);
   }
   if (c.split_k == kStreamK && !stream_k_shape(c, p, dev).schedule_fits)
     return "Stream-K's 32-bit schedule: (tiles x k tiles + 1) x blocks must stay below 2^32";

@@ -153,9 +153,16 @@ TEST(KernelConfig, StreamKRules) {
   for (const KernelConfig& c : valid_configs(problem(1, 28672, 8192), dev)) offered |= c.split_k == kStreamK;
   EXPECT_TRUE(offered);
   for (const KernelConfig& c : valid_configs(problem(64, 4096, 4096), dev)) EXPECT_NE(c.split_k, kStreamK) << c.name();
-  // 256 x 16 x 128: the 16.6 KB epilogue tile does not fit a 16 KB stage of W (x and scales in the holes)
+  // The epilogue tile is staged in one stage: rows padded by 4 floats where they fit, else unpadded. 256 x 16 x 128
+  // with the 256-byte table: 16 KB stages of W alone (x and scales in the holes) hold the 16 KB unpadded tile, not
+  // the 16.6 KB padded one; 64 x 16 x 64's 2 KB stages hold neither.
+  EXPECT_EQ(sm80_stream_k_epilogue_ld(256, 8, 16384), 260);
+  EXPECT_EQ(sm80_stream_k_epilogue_ld(256, 16, 16384), 256);
   const KernelConfig wide = KernelConfig::parse("sm80_n256_m16_k128_s3_w4x1_skstream_lutsmem256");
-  EXPECT_NE(config_invalid_reason(wide, problem(16, 8192, 8192), dev).find("epilogue tile"), std::string::npos);
+  EXPECT_EQ(config_invalid_reason(wide, problem(16, 28672, 8192), dev), "");
+  const KernelConfig shallow = KernelConfig::parse("sm80_n64_m16_k64_s6_w4x1_skstream_lutsmem256");
+  const std::string why = config_invalid_reason(shallow, problem(16, 8192, 8192), dev);
+  EXPECT_NE(why.find("4096-byte epilogue tile in one 2048-byte stage"), std::string::npos) << why;
 }
 
 // The warp-specialized sm90 kernel (_ws): split-K tiles of 4 or 8 warps plus a producer warp, its own x

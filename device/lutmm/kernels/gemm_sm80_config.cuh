@@ -36,6 +36,13 @@ LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n
          + (io_in_holes ? 0 : sm80_scale_rows_per_stage(group, tile_k) * tile_n * 2);  // scales
 }
 LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { return tile_m * (tile_n + 4) * 4; }
+// Under Stream-K the epilogue tile is staged in one pipeline stage (kernels/gemm_sm80.cuh). Its rows are padded by 4
+// floats (conflict-free fragment stores) where that fits; where only the unpadded rows fit (256 x 16 tiles in the
+// 16 KB W-only stages of the 256-byte table), the rows are tile_n floats and the fragment stores meet 4-way bank
+// conflicts, a few dozen cycles a warp once per item.
+LUTMM_HOST_DEVICE constexpr int sm80_stream_k_epilogue_ld(int tile_n, int tile_m, int stage_bytes) {
+  return tile_m * (tile_n + 4) * 4 <= stage_bytes ? tile_n + 4 : tile_n;
+}
 // Dynamic shared memory (the launch asks for this).
 LUTMM_HOST_DEVICE constexpr int sm80_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
                                                           int stages, int lut_row_bytes, bool w_in_registers = false) {
@@ -100,7 +107,8 @@ struct Sm80Kernel {
       sm80_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes, kWInRegisters);
   static constexpr int kDynamicSharedBytes =
       sm80_dynamic_shared_bytes(kBits, kGroup, kTileN, kTileM, kTileK, kStages, kLutRowBytes, kWInRegisters);
-  static constexpr int kEpilogueLd = kTileN + 4;  // floats; +4 keeps the fragment stores conflict-free
+  // floats a staged row; +4 keeps the fragment stores conflict-free (Stream-K: where the stage has room)
+  static constexpr int kEpilogueLd = kStreamK ? sm80_stream_k_epilogue_ld(kTileN, kTileM, kStageBytes) : kTileN + 4;
 
   static_assert(kBits >= 2 && kBits <= 4, "2, 3 or 4-bit codes");
   static_assert(kTileN % (16 * kWarpsN) == 0, "each warp owns whole 16-row strips");
