@@ -4,7 +4,8 @@
 // table's first halves are never touched), the stage area does not overlap the table, the main loop's
 // shortcut for ldmatrix addresses agrees with the general one, values are read where their chunk was
 // copied, the eight rows one ldmatrix reads sit in eight different 16-byte bank groups, and the main loop's
-// split addresses (a lane base plus immediates, for x and the scales) agree with the general ones.
+// split addresses (a lane base plus immediates, for x and the scales) agree with the general ones, and the
+// decode warps' transposed ldmatrix of the scales hands each lane its strips' rows g and g + 8.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -80,6 +81,23 @@ void check_layout(const std::string& what) {
             ASSERT_EQ(L::scale_value(warp * kWarpRows + g + grow * K::kTileN + f),
                       L::scale_value(warp * kWarpRows + g) + L::scale_value(grow * K::kTileN + f))
                 << what << " warp " << warp << " lane row " << g << " group row " << grow << " row " << f;
+    // the decode warps' transposed ldmatrix of a group row's scales (one, two or four strips a warp): lane
+    // (g, t) receives element (row 2t, column g) and (row 2t + 1, column g) of matrix f, whose row r is
+    // at the address lane 8f + r gives: rows 16 f + g and 16 f + g + 8 of the warp, for every t
+    constexpr int kStrips = kWarpRows / 16;
+    if constexpr (kStrips == 1 || kStrips == 2 || kStrips == 4) {
+      for (int warp = 0; warp < K::kWarpsN; ++warp)
+        for (int grow = 0; grow < K::kScaleRows; ++grow)
+          for (int f = 0; f < kStrips; ++f)
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane / 4, t = lane % 4, base = L::scale_value(grow * K::kTileN);
+              const int lo = L::scale_run_lane(warp * kWarpRows, 8 * f + 2 * t) + base + 2 * g;
+              const int hi = L::scale_run_lane(warp * kWarpRows, 8 * f + 2 * t + 1) + base + 2 * g;
+              const int row = warp * kWarpRows + 16 * f + g + grow * K::kTileN;
+              ASSERT_EQ(lo, L::scale_value(row)) << what << " warp " << warp << " strip " << f << " lane " << lane;
+              ASSERT_EQ(hi, L::scale_value(row + 8)) << what << " warp " << warp << " strip " << f << " lane " << lane;
+            }
+    }
   }
 }
 
@@ -92,6 +110,8 @@ TEST(StageLayout, EveryChunkHasItsOwnPlaceAndLdmatrixRowsHitDistinctBanks) {
   check_layout<Sm80Kernel<4, 128, true, 128, 80, 64, 3, 4, 1, 256>>("n128_m80_k64_s3 lutsmem256");
   check_layout<Sm80Kernel<4, 0, true, 64, 80, 128, 3, 4, 1, 256>>("n64_m80_k128_s3 g=K lutsmem256");
   check_layout<Sm80Kernel<4, 128, true, 128, 16, 256, 3, 4, 1, 256>>("n128_m16_k256_s3 lutsmem256");
+  check_layout<Sm80Kernel<4, 128, true, 256, 8, 128, 3, 4, 1, 256>>("n256_m8_k128_s3 lutsmem256");
+  check_layout<Sm80Kernel<4, 128, true, 256, 16, 128, 3, 4, 1, 256, false, 1, true>>("n256_m16_k128_s3 Stream-K lutsmem256");
   check_layout<Sm80Kernel<4, 128, true, 64, 8, 256, 3, 4, 1, 256, false, 2>>("n64_m8_k256_s3_w4x1x2 lutsmem256");
   // seven-warp tiles: 224 rows, so the holes' 64-value scale runs do not start every group row (not additive)
   check_layout<Sm80Kernel<4, 128, true, 224, 8, 128, 4, 7, 1, 256>>("n224_m8_k128_s4 lutsmem256");

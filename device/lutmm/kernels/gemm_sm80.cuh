@@ -216,6 +216,13 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   const int scale_row0 = warp_n * K::kWarpTileN + g;
   constexpr bool kScalesAdd = Layout::template kScaleValuesAdd<K::kWarpTileN>;
   const int scale_lane = Layout::scale_value(scale_row0);
+  // The decode warps' scales of one group row by one transposed ldmatrix: the warp's rows lie in 16-byte runs of 8
+  // (run 2f + h: rows 16 f + 8 h .. + 7 of strip f); matrix f's row addresses alternate runs 2f and 2f + 1, so lane
+  // (g, t) receives (row g, row g + 8) of strip f in register f: one instruction and at most 4 wavefronts for the
+  // group instead of two 2-byte loads (a wavefront each) a strip (0.993x over 10 decode shapes, 1 x 8192 x 28672
+  // 32.33 -> 31.76 us, 16 x 28672 x 8192 39.55 -> 38.93; docs/NOTES.md v1.35).
+  constexpr bool kScalesLdsm = kScaleInAcc && kScalesAdd && (K::kFragsN == 1 || K::kFragsN == 2 || K::kFragsN == 4);
+  const int scale_run_lane = Layout::scale_run_lane(warp_n * K::kWarpTileN, lane);
 
   // This lane's b words of atom `atom` of strip `strip`, from stage W tile ws (or the registers).
   auto load_strip_words = [&](const uint32_t* ws, int fn, int strip, int atom, uint32_t (&words)[K::kBits]) {
@@ -275,6 +282,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
         it == num_kt - 1 || (kGroup > K::kTileK && ((kt + 1) * K::kTileK) % kGroup == 0);
 
     uint32_t words[K::kFragsN][K::kBits];
+    uint32_t scale_pairs[K::kFragsN];  // (kScalesLdsm) this group row's (row g, row g + 8) of each strip
     uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
 #ifdef LUTMM_EXPERIMENT_NO_COMPUTE
     if (p.k > 0) continue;  // (always true; a plain `continue` would make the code below unreachable to the compiler)
@@ -314,8 +322,17 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
             for (int fm = 0; fm < K::kFragsM; ++fm) mma::mma_m16n8k16<K::kBf16>(part[fn][fm], a, b[fm]);
             if (group_end) {  // fold the group: rows g (c0, c1) and g + 8 (c2, c3) have their own scale
-              const float lo = mma::to_float<K::kBf16>(scale(grow, fn, 0));
-              const float hi = mma::to_float<K::kBf16>(scale(grow, fn, 1));
+              float lo, hi;
+              if constexpr (kScalesLdsm) {
+                if (fn == 0)
+                  ptx::ldmatrix_trans(scale_pairs, ptx::smem_addr(ss) + scale_run_lane +
+                                                       Layout::scale_value(grow * K::kTileN));
+                lo = mma::to_float<K::kBf16>(static_cast<uint16_t>(scale_pairs[fn] & 0xffffu));
+                hi = mma::to_float<K::kBf16>(static_cast<uint16_t>(scale_pairs[fn] >> 16));
+              } else {
+                lo = mma::to_float<K::kBf16>(scale(grow, fn, 0));
+                hi = mma::to_float<K::kBf16>(scale(grow, fn, 1));
+              }
 #pragma unroll
               for (int fm = 0; fm < K::kFragsM; ++fm) {
                 acc[fn][fm][0] += part[fn][fm][0] * lo;

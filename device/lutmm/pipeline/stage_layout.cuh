@@ -73,6 +73,13 @@ struct StageLayout {
   // x tile_n + fragment rows (compile-time in the unrolled loop). Where the holes' 64-value runs never split a
   // warp's kWarpRows rows (they start on a multiple of kWarpRows) and every group row starts a run,
   // scale_value(e_lane + c) = scale_value(e_lane) + scale_value(c): one base a lane, the rest immediates.
+  // The decode warps read a group row's scales with one transposed ldmatrix (kernels/gemm_sm80.cuh): lane l gives the
+  // address of row l % 8 of matrix l / 8, the run of 8 rows 2 (l / 8) + l % 2 of the warp's (first row warp_row0), so
+  // matrix f's rows alternate rows 16 f .. + 7 and 16 f + 8 .. + 15 and lane (g, t) receives rows 16 f + g and + 8.
+  // Add scale_value(group row x tile_n) where kScaleValuesAdd holds.
+  LUTMM_HOST_DEVICE static int scale_run_lane(int warp_row0, int lane) {
+    return scale_value(warp_row0 + (2 * (lane >> 3) + (lane & 1)) * 8);
+  }
   template <int kWarpRows>
   static constexpr bool kScaleValuesAdd = !K::kIoInHoles || (K::kTileN % 64 == 0 && 64 % kWarpRows == 0);
 };

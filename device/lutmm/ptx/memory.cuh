@@ -49,6 +49,21 @@ LUTMM_DEVICE void ldmatrix_x2(uint32_t (&r)[2], uint32_t smem_row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_row));
 }
 
+// The same, transposed: lane i gets elements (2 (i % 4), i / 4) and (2 (i % 4) + 1, i / 4) of each matrix (low
+// half first), so a matrix whose rows r alternate between two 16-byte runs A and B hands every lane l the pair
+// (A[l / 4], B[l / 4]).
+LUTMM_DEVICE void ldmatrix_trans(uint32_t (&r)[4], uint32_t smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_row));
+}
+LUTMM_DEVICE void ldmatrix_trans(uint32_t (&r)[2], uint32_t smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_row));
+}
+LUTMM_DEVICE void ldmatrix_trans(uint32_t (&r)[1], uint32_t smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(smem_row));
+}
+
 // Read-only global loads that skip L1 (streamed weights are read once).
 LUTMM_DEVICE void ldg_stream(uint32_t (&r)[4], const uint32_t* p) {
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
