@@ -369,6 +369,26 @@ TEST_F(LutmmTool, ConfigsForAWhatIfH200MarksOneChoice) {
   EXPECT_EQ(marked, 1) << r.out;
 }
 
+// --compile: ptxas' report of each listed config, compiled by NVRTC without a GPU (--only keeps it to one kernel).
+TEST_F(LutmmTool, ConfigsCompileShowsRegistersAndSpillsOfTheListedOnes) {
+  const std::string name = "sm80_n256_m8_k128_s3_w4x1_skstream_lutsmem256";
+  ToolRun r = run({"configs", "--shape", "1,28672,8192", "--arch", "90", "--only", name, "--compile"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_CONTAINS(r.out, "1 valid config named *" + name + "*");
+  EXPECT_CONTAINS(r.out, "registers");
+  std::smatch row;
+  ASSERT_TRUE(std::regex_search(r.out, row, std::regex(name + " +128 +stream +(\\d+) +(\\d+) +(\\d+) +(\\d+|cached)")))
+      << r.out;
+  EXPECT_GT(std::stoi(row[1]), 64);   // registers a thread
+  EXPECT_EQ(std::stoi(row[2]), 0);    // no spills (the compile-all test's rule)
+  EXPECT_EQ(std::stoi(row[3]), 2);    // two blocks an SM: 112 KB of shared memory each
+  // a text no valid config's name contains
+  r = run({"configs", "--shape", "1,28672,8192", "--arch", "90", "--only", "no_such_tile"});
+  EXPECT_NE(r.exit_code, 0) << describe(r);
+  EXPECT_CONTAINS(r.err, "'only'");
+  EXPECT_CONTAINS(r.err, "'no_such_tile'");
+}
+
 TEST_F(LutmmTool, ConfigsTakeTheGroupBenchRunsForK) {
   // K = 320 (a diffusion layer): the default --group 128 does not divide it, so the problem is G = 64, as in bench.
   ToolRun r = run({"configs", "--shape", "2,1280,320", "--arch", "90"});
