@@ -2,10 +2,8 @@
 // choice marked; with --compile, each compiled by NVRTC (no GPU needed with --arch) and ptxas' report of it:
 // what a tile shape costs in registers and whether it spills, before any device time goes into timing it.
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <fmt/core.h>
 
@@ -15,6 +13,7 @@
 #include "progress.hpp"  // bench/progress.hpp
 #include "runtime/kernel_source.hpp"
 #include "tune_cmd.hpp"
+#include "util/parallel.hpp"
 
 namespace lutmm::cli {
 namespace {
@@ -41,26 +40,20 @@ struct CompileReport {
 };
 std::vector<CompileReport> compile_configs(const Problem& p, const std::vector<KernelConfig>& configs, int arch) {
   std::vector<CompileReport> reports(configs.size());
-  std::atomic<size_t> next{0};
   std::mutex mutex;  // the bar
   bench::Progress bar(static_cast<int>(configs.size()), true);
-  auto work = [&] {
-    for (size_t i = next++; i < configs.size(); i = next++) {
-      try {
-        const jit::CompiledKernel k = jit::compile_cached(gemm_kernel_request(p, configs[i], arch));
-        reports[i].resources = k.resources;
-        reports[i].compile_ms = k.compile_ms;
-      } catch (const Error& e) {
-        reports[i].error = e.what();
-      }
-      std::lock_guard lock(mutex);
-      bar.step(configs[i].name());
+  detail::parallel_for(static_cast<int64_t>(configs.size()), 0, [&](int, int64_t i) {
+    CompileReport& r = reports[static_cast<size_t>(i)];
+    try {
+      const jit::CompiledKernel k = jit::compile_cached(gemm_kernel_request(p, configs[i], arch));
+      r.resources = k.resources;
+      r.compile_ms = k.compile_ms;
+    } catch (const Error& e) {
+      r.error = e.what();  // (one config's failure is its row's, not the command's end)
     }
-  };
-  std::vector<std::thread> pool;
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < std::min<size_t>(threads, configs.size()); ++t) pool.emplace_back(work);
-  for (auto& t : pool) t.join();
+    std::lock_guard lock(mutex);
+    bar.step(configs[i].name());
+  });
   return reports;
 }
 
