@@ -222,7 +222,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // group instead of two 2-byte loads (a wavefront each) a strip (0.993x over 10 decode shapes, 1 x 8192 x 28672
   // 32.33 -> 31.76 us, 16 x 28672 x 8192 39.55 -> 38.93; docs/NOTES.md v1.35).
   constexpr bool kScalesLdsm = kScaleInAcc && kScalesAdd && (K::kFragsN == 1 || K::kFragsN == 2 || K::kFragsN == 4);
-  const int scale_run_lane = Layout::scale_run_lane(warp_n * K::kWarpTileN, lane);
+  const int scale_run_lane = kScalesLdsm ? Layout::scale_run_lane(warp_n * K::kWarpTileN, lane) : 0;
 
   // This lane's b words of atom `atom` of strip `strip`, from stage W tile ws (or the registers).
   auto load_strip_words = [&](const uint32_t* ws, int fn, int strip, int atom, uint32_t (&words)[K::kBits]) {
@@ -282,7 +282,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
         it == num_kt - 1 || (kGroup > K::kTileK && ((kt + 1) * K::kTileK) % kGroup == 0);
 
     uint32_t words[K::kFragsN][K::kBits];
-    uint32_t scale_pairs[K::kFragsN];  // (kScalesLdsm) this group row's (row g, row g + 8) of each strip
+    uint32_t scale_pairs[kScalesLdsm ? K::kFragsN : 1];  // (kScalesLdsm) this group row's (row g, row g + 8) a strip
     uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
 #ifdef LUTMM_EXPERIMENT_NO_COMPUTE
     if (p.k > 0) continue;  // (always true; a plain `continue` would make the code below unreachable to the compiler)
