@@ -1,0 +1,127 @@
+// Whether the order of a decode tile's bytes in DRAM matters: the decode kernels' copy skeleton alone (a kStages-deep
+// cp.async pipeline of 16 KB W stages, two 4-warp blocks an SM, a Stream-K-like run of units a block) over a
+// 28672 x 8192 4-bit weight, read in three orders:
+//   strips   today's packed layout: a 256-row tile's k tile is 16 runs of 1 KB, one per 16-row strip, K / 2 * 16
+//            bytes (64 KB at K = 8192) apart; each strip's k tiles follow each other;
+//   groups8  8 KB runs: the k tile of 128 rows contiguous (two runs a stage, a k-tile-major order of 128-row groups);
+//   tiles    the stage's 16 KB contiguous (a k-tile-major order of 256-row groups).
+// Each stage's words are read back from shared memory (as the kernels' LDS.128 of their codes) and folded into one
+// word a thread, so nothing is elided. Back-to-back launches over rotating copies (> 4x the L2), CUDA events around
+// them: TB/s per order. No GPU: a message and exit status 1.
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+#include <vector>
+
+#include "micro_gpu.hpp"
+
+namespace {
+
+constexpr int kThreads = 128, kStageBytes = 16384, kChunks = kStageBytes / 16;
+constexpr int kRows = 28672, kK = 8192, kTileRows = 256, kKTile = 128;
+constexpr int kKTiles = kK / kKTile;
+constexpr int64_t kStripBytes = int64_t{kK} / 2 * 16;  // one 16-row strip, all of K (4 bits a weight)
+constexpr int64_t kWeightBytes = int64_t{kRows} * kK / 2;
+
+enum Order { strips = 0, groups8 = 1, tiles = 2 };
+
+// Byte offset of 16-byte chunk c (0 .. 1023) of k tile kt of tile t in each order.
+__device__ int64_t chunk_offset(int order, int t, int kt, int c) {
+  if (order == strips) {
+    const int strip = c / 64, in_run = c % 64;  // 16 strips x 64 chunks of 16 bytes = 1 KB a strip
+    return (int64_t{t} * 16 + strip) * kStripBytes + int64_t{kt} * 1024 + in_run * 16;
+  }
+  if (order == groups8) {
+    const int half = c / 512, in_run = c % 512;  // two 128-row groups, 8 KB each a k tile
+    return (int64_t{t} * 2 + half) * (kStripBytes * 8) + int64_t{kt} * 8192 + in_run * 16;
+  }
+  return int64_t{t} * (kStripBytes * 16) + int64_t{kt} * kStageBytes + c * 16;
+}
+
+template <int kStages>
+__global__ void __launch_bounds__(kThreads) read_stages(const uint8_t* w, int order, int tiles, uint32_t* out) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const uint32_t units = tiles * kKTiles, blocks = gridDim.x;
+  const uint32_t first = blockIdx.x * units / blocks, end = (blockIdx.x + 1) * units / blocks;
+  const int tid = threadIdx.x;
+  auto copy = [&](uint32_t u, int stage) {
+    if (u < end) {
+      const int t = static_cast<int>(u / kKTiles), kt = static_cast<int>(u % kKTiles);
+      const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem + stage * kStageBytes));
+#pragma unroll
+      for (int j = 0; j < kChunks / kThreads; ++j) {
+        const int c = tid + j * kThreads;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + c * 16), "l"(w + chunk_offset(order, t, kt, c)));
+      }
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+  };
+  for (int s = 0; s < kStages - 1; ++s) copy(first + s, s);
+  uint32_t fold = 0;
+  int stage = 0;
+  for (uint32_t u = first; u < end; ++u) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    __syncthreads();
+    copy(u + kStages - 1, (stage + kStages - 1) % kStages);
+    const uint4* words = reinterpret_cast<const uint4*>(smem + stage * kStageBytes);
+#pragma unroll
+    for (int j = 0; j < kChunks / kThreads; ++j) {
+      const uint4 v = words[tid + j * kThreads];
+      fold ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+  }
+  out[blockIdx.x * kThreads + tid] = fold;
+}
+
+}  // namespace
+
+int main() {
+  const int sms = micro_sm_count_or_exit();
+  const int blocks = 2 * sms, copies = 5;  // 5 x 117 MB: > 4x a 60 MB L2 (and any of today's)
+  std::vector<uint8_t> host(kWeightBytes);
+  for (int64_t i = 0; i < kWeightBytes; ++i) host[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  std::vector<uint8_t*> w(copies);
+  for (auto& p : w) {
+    cudaMalloc(&p, kWeightBytes);
+    cudaMemcpy(p, host.data(), kWeightBytes, cudaMemcpyHostToDevice);
+  }
+  uint32_t* out = nullptr;
+  cudaMalloc(&out, sizeof(uint32_t) * blocks * kThreads);
+  const char* names[] = {"strips (today: 16 runs of 1 KB a stage)", "groups8 (2 runs of 8 KB)", "tiles (one 16 KB run)"};
+  std::printf("28672 x 8192 4-bit (%.1f MB), %d blocks of %d threads, stages of 16 KB, %d rotating copies\n",
+              kWeightBytes / 1e6, blocks, kThreads, copies);
+  constexpr int kLaunches = 30;
+  // kStages deep: 3 is the decode kernels' (with the 64 KB table beside them); deeper ones say what more bytes in
+  // flight would give the bare stream (two blocks an SM up to 6 stages: 2 x 96 KB)
+  auto run = [&](auto stages_constant, int pass, int rows) {
+    constexpr int kStages = decltype(stages_constant)::value;
+    const int smem = kStages * kStageBytes, tiles = rows / kTileRows;
+    const int64_t bytes = int64_t{rows} * kK / 2, per_copy = kWeightBytes / bytes;  // regions of one copy
+    cudaFuncSetAttribute(read_stages<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    for (int order = 0; order < 3; ++order) {
+      if ((kStages != 3 || rows != kRows) && order != strips) continue;  // (the order question: at today's depth)
+      const float ms = best_of_runs_ms([&] {
+        for (int l = 0; l < kLaunches; ++l)
+          read_stages<kStages><<<blocks, kThreads, smem>>>(w[l % copies] + (l / copies) % per_copy * bytes, order, tiles, out);
+      });
+      const double us = ms * 1e3 / kLaunches;
+      std::printf("pass %d  %5d x 8192  %d stages  %-42s %8.2f us a launch  %6.3f TB/s\n", pass, rows, kStages,
+                  names[order], us, bytes / us / 1e6);
+    }
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // (the second pass: the same, to see the spread)
+    run(std::integral_constant<int, 3>{}, pass, kRows);
+    run(std::integral_constant<int, 4>{}, pass, kRows);
+    run(std::integral_constant<int, 5>{}, pass, kRows);
+    run(std::integral_constant<int, 6>{}, pass, kRows);
+    run(std::integral_constant<int, 3>{}, pass, 8192);  // (8192^2: 15 regions of 33.5 MB rotate)
+    run(std::integral_constant<int, 5>{}, pass, 8192);
+  }
+  const cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    std::printf("CUDA error: %s\n", cudaGetErrorString(err));
+    return 1;
+  }
+  return 0;
+}
