@@ -1,13 +1,16 @@
-// Whether the order of a decode tile's bytes in DRAM matters: the decode kernels' copy skeleton alone (a kStages-deep
-// cp.async pipeline of 16 KB W stages, two 4-warp blocks an SM, a Stream-K-like run of units a block) over a
-// 28672 x 8192 4-bit weight, read in three orders:
+// What the decode kernels' copies alone can do: their copy skeleton (a kStages-deep cp.async pipeline of 16 KB W
+// stages, two 4-warp blocks an SM, a Stream-K-like run of units a block; no table, no MMA) over a 28672 x 8192 and an
+// 8192 x 8192 4-bit weight. Three DRAM orders of a stage:
 //   strips   today's packed layout: a 256-row tile's k tile is 16 runs of 1 KB, one per 16-row strip, K / 2 * 16
 //            bytes (64 KB at K = 8192) apart; each strip's k tiles follow each other;
 //   groups8  8 KB runs: the k tile of 128 rows contiguous (two runs a stage, a k-tile-major order of 128-row groups);
-//   tiles    the stage's 16 KB contiguous (a k-tile-major order of 256-row groups).
-// Each stage's words are read back from shared memory (as the kernels' LDS.128 of their codes) and folded into one
-// word a thread, so nothing is elided. Back-to-back launches over rotating copies (> 4x the L2), CUDA events around
-// them: TB/s per order. No GPU: a message and exit status 1.
+//   tiles    the stage's 16 KB contiguous (a k-tile-major order of 256-row groups);
+// 3-6 stages; plain launches and programmatic dependents (PDL: the first stages copied before the wait, the next
+// launch allowed at once, as the decode kernels launch), with the stages' 48 KB or the kernels' 112 KB of shared
+// memory a block (the 64 KB table beside the stages). Each stage's words are read back from shared memory (as the
+// kernels' LDS.128 of their codes) and folded into one word a thread, so nothing is elided. Back-to-back launches
+// over rotating copies (> 4x the L2), CUDA events around them: microseconds and TB/s a launch (docs/NOTES.md v1.36:
+// the time the kernels would take if their compute hid entirely). No GPU: a message and exit status 1.
 #include <cstdint>
 #include <cstdio>
 #include <type_traits>
@@ -57,6 +60,11 @@ __global__ void __launch_bounds__(kThreads) read_stages(const uint8_t* w, int or
     asm volatile("cp.async.commit_group;\n" ::);
   };
   for (int s = 0; s < kStages - 1; ++s) copy(first + s, s);
+  // Launched as a programmatic dependent (the "pdl" rows), as the decode kernels are: the first stages' copies go
+  // out before the wait for the previous launch, the next launch may start at once (where the grid fills the GPU,
+  // the kernels' dependents_early); without the attribute both are no-ops.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   uint32_t fold = 0;
   int stage = 0;
   for (uint32_t u = first; u < end; ++u) {
@@ -94,20 +102,32 @@ int main() {
   constexpr int kLaunches = 30;
   // kStages deep: 3 is the decode kernels' (with the 64 KB table beside them); deeper ones say what more bytes in
   // flight would give the bare stream (two blocks an SM up to 6 stages: 2 x 96 KB)
-  auto run = [&](auto stages_constant, int pass, int rows) {
+  // footprint_kb > 0: the block asks for that much shared memory (the decode kernels' 112 KB: the 64 KB table beside
+  // the stages), so that no more than two blocks fit an SM and the next launch's blocks enter only as this one's leave
+  auto run = [&](auto stages_constant, int pass, int rows, bool pdl = false, int footprint_kb = 0) {
     constexpr int kStages = decltype(stages_constant)::value;
-    const int smem = kStages * kStageBytes, tiles = rows / kTileRows;
+    const int smem = footprint_kb > 0 ? footprint_kb * 1024 : kStages * kStageBytes, tiles = rows / kTileRows;
     const int64_t bytes = int64_t{rows} * kK / 2, per_copy = kWeightBytes / bytes;  // regions of one copy
     cudaFuncSetAttribute(read_stages<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     for (int order = 0; order < 3; ++order) {
-      if ((kStages != 3 || rows != kRows) && order != strips) continue;  // (the order question: at today's depth)
+      if ((kStages != 3 || rows != kRows || pdl) && order != strips) continue;  // (the order question: today's depth)
+      cudaLaunchAttribute attribute{};
+      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attribute.val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(blocks);
+      config.blockDim = dim3(kThreads);
+      config.dynamicSmemBytes = smem;
+      config.attrs = &attribute;
+      config.numAttrs = pdl ? 1 : 0;
       const float ms = best_of_runs_ms([&] {
         for (int l = 0; l < kLaunches; ++l)
-          read_stages<kStages><<<blocks, kThreads, smem>>>(w[l % copies] + (l / copies) % per_copy * bytes, order, tiles, out);
+          cudaLaunchKernelEx(&config, read_stages<kStages>, static_cast<const uint8_t*>(w[l % copies] + (l / copies) % per_copy * bytes),
+                             order, tiles, out);
       });
       const double us = ms * 1e3 / kLaunches;
-      std::printf("pass %d  %5d x 8192  %d stages  %-42s %8.2f us a launch  %6.3f TB/s\n", pass, rows, kStages,
-                  names[order], us, bytes / us / 1e6);
+      std::printf("pass %d  %5d x 8192  %d stages %s %3d KB  %-42s %8.2f us a launch  %6.3f TB/s\n", pass, rows,
+                  kStages, pdl ? "pdl" : "   ", smem / 1024, names[order], us, bytes / us / 1e6);
     }
   };
   for (int pass = 0; pass < 2; ++pass) {  // (the second pass: the same, to see the spread)
@@ -117,6 +137,12 @@ int main() {
     run(std::integral_constant<int, 6>{}, pass, kRows);
     run(std::integral_constant<int, 3>{}, pass, 8192);  // (8192^2: 15 regions of 33.5 MB rotate)
     run(std::integral_constant<int, 5>{}, pass, 8192);
+    run(std::integral_constant<int, 3>{}, pass, kRows, true);
+    run(std::integral_constant<int, 3>{}, pass, 8192, true);
+    run(std::integral_constant<int, 3>{}, pass, kRows, true, 112);
+    run(std::integral_constant<int, 3>{}, pass, 8192, true, 112);
+    run(std::integral_constant<int, 3>{}, pass, kRows, false, 112);
+    run(std::integral_constant<int, 3>{}, pass, 8192, false, 112);
   }
   const cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess) {
