@@ -37,7 +37,8 @@
 // Diagnostics (wrong results by design; through LUTMM_NVRTC_OPTIONS, which is part of the cache key):
 // -DLUTMM_EXPERIMENT_NO_LOADS times the main loop's compute alone (no copies after the prologue's stages),
 // -DLUTMM_EXPERIMENT_NO_COMPUTE its copy skeleton alone (copies, waits and barriers, no dequantization or
-// MMA). docs/NOTES.md v1.7 and v1.20 split the decode time with them.
+// MMA), -DLUTMM_EXPERIMENT_NO_X (pipeline/stage_loader.cuh) leaves x's copies out. docs/NOTES.md v1.7, v1.20 and v1.36
+// split the decode time with them.
 
 namespace lutmm {
 

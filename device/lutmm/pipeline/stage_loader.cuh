@@ -136,6 +136,9 @@ struct StageLoader {
     }
   }
   LUTMM_DEVICE void copy_x(uint8_t* smem, int s, int kt) const {
+#ifdef LUTMM_EXPERIMENT_NO_X
+    if (p.k > 0) return;  // (diagnostic: wrong results; x's copies left out)
+#endif
     const int k0 = kt * K::kTileK;
     const uint32_t x_addr = ptx::smem_addr(Layout::x(smem, s));
 #pragma unroll
