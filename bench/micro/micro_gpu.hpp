@@ -16,6 +16,15 @@ inline int micro_sm_count_or_exit() {
   return sms;
 }
 
+// A CUDA call's status: on an error, a message naming what failed and exit status 1 (a micro-benchmark that went on
+// would print the times of launches that never ran).
+inline void micro_check_or_exit(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::printf("%s failed: %s\n", what, cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+
 // The fastest of `runs` launches (milliseconds, CUDA events around each): launch() enqueues one.
 template <typename Launch>
 float best_of_runs_ms(Launch launch, int runs = 5) {

@@ -10,12 +10,14 @@
 // memory a block (the 64 KB table beside the stages). Each stage's words are read back from shared memory (as the
 // kernels' LDS.128 of their codes) and folded into one word a thread, so nothing is elided. Back-to-back launches
 // over rotating copies (> 4x the L2), CUDA events around them: microseconds and TB/s a launch (docs/NOTES.md v1.36:
-// the time the kernels would take if their compute hid entirely). No GPU: a message and exit status 1.
+// the time the kernels would take if their compute hid entirely). No GPU, or a failed CUDA call: a message and exit
+// status 1. Not part of the CMake build; scripts/build-micro builds it (-I device) and `scripts/gpu-check micro` runs it.
 #include <cstdint>
 #include <cstdio>
 #include <type_traits>
 #include <vector>
 
+#include "lutmm/ptx/memory.cuh"
 #include "micro_gpu.hpp"
 
 namespace {
@@ -50,25 +52,25 @@ __global__ void __launch_bounds__(kThreads) read_stages(const uint8_t* w, int or
   auto copy = [&](uint32_t u, int stage) {
     if (u < end) {
       const int t = static_cast<int>(u / kKTiles), kt = static_cast<int>(u % kKTiles);
-      const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem + stage * kStageBytes));
+      const uint32_t dst = lutmm::ptx::smem_addr(smem + stage * kStageBytes);
 #pragma unroll
       for (int j = 0; j < kChunks / kThreads; ++j) {
         const int c = tid + j * kThreads;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + c * 16), "l"(w + chunk_offset(order, t, kt, c)));
+        lutmm::ptx::cp_async_16(dst + c * 16, w + chunk_offset(order, t, kt, c));
       }
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    lutmm::ptx::cp_async_commit();  // (one group a stage, even when empty: the wait count stays exact)
   };
   for (int s = 0; s < kStages - 1; ++s) copy(first + s, s);
   // Launched as a programmatic dependent (the "pdl" rows), as the decode kernels are: the first stages' copies go
   // out before the wait for the previous launch, the next launch may start at once (where the grid fills the GPU,
   // the kernels' dependents_early); without the attribute both are no-ops.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  lutmm::ptx::allow_dependent_launch();
+  lutmm::ptx::grid_dependency_wait();
   uint32_t fold = 0;
   int stage = 0;
   for (uint32_t u = first; u < end; ++u) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    lutmm::ptx::cp_async_wait<kStages - 2>();
     __syncthreads();
     copy(u + kStages - 1, (stage + kStages - 1) % kStages);
     const uint4* words = reinterpret_cast<const uint4*>(smem + stage * kStageBytes);
@@ -91,58 +93,62 @@ int main() {
   for (int64_t i = 0; i < kWeightBytes; ++i) host[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
   std::vector<uint8_t*> w(copies);
   for (auto& p : w) {
-    cudaMalloc(&p, kWeightBytes);
-    cudaMemcpy(p, host.data(), kWeightBytes, cudaMemcpyHostToDevice);
+    micro_check_or_exit(cudaMalloc(&p, kWeightBytes), "cudaMalloc of a weight copy");
+    micro_check_or_exit(cudaMemcpy(p, host.data(), kWeightBytes, cudaMemcpyHostToDevice), "cudaMemcpy of a weight copy");
   }
   uint32_t* out = nullptr;
-  cudaMalloc(&out, sizeof(uint32_t) * blocks * kThreads);
+  micro_check_or_exit(cudaMalloc(&out, sizeof(uint32_t) * blocks * kThreads), "cudaMalloc of the output");
   const char* names[] = {"strips (today: 16 runs of 1 KB a stage)", "groups8 (2 runs of 8 KB)", "tiles (one 16 KB run)"};
-  std::printf("28672 x 8192 4-bit (%.1f MB), %d blocks of %d threads, stages of 16 KB, %d rotating copies\n",
-              kWeightBytes / 1e6, blocks, kThreads, copies);
+  std::printf("28672 x 8192 and 8192 x 8192 4-bit, %d blocks of %d threads, stages of 16 KB, %.0f MB of rotating copies\n",
+              blocks, kThreads, copies * kWeightBytes / 1e6);
   constexpr int kLaunches = 30;
-  // kStages deep: 3 is the decode kernels' (with the 64 KB table beside them); deeper ones say what more bytes in
-  // flight would give the bare stream (two blocks an SM up to 6 stages: 2 x 96 KB)
-  // footprint_kb > 0: the block asks for that much shared memory (the decode kernels' 112 KB: the 64 KB table beside
-  // the stages), so that no more than two blocks fit an SM and the next launch's blocks enter only as this one's leave
-  auto run = [&](auto stages_constant, int pass, int rows, bool pdl = false, int footprint_kb = 0) {
+  // One row per order (all_orders) or today's alone, kStages deep: 3 is the decode kernels' (with the 64 KB table
+  // beside them); deeper ones say what more bytes in flight would give the bare stream (two blocks an SM up to 6
+  // stages: 2 x 96 KB). pdl: launched as programmatic dependents. footprint_kb > 0: the block asks for that much shared
+  // memory (the decode kernels' 112 KB: the 64 KB table beside the stages), so that no more than two blocks fit an SM
+  // and the next launch's blocks enter only as this one's leave.
+  auto run = [&](auto stages_constant, int pass, int rows, bool all_orders, bool pdl, int footprint_kb) {
     constexpr int kStages = decltype(stages_constant)::value;
     const int smem = footprint_kb > 0 ? footprint_kb * 1024 : kStages * kStageBytes, tiles = rows / kTileRows;
     const int64_t bytes = int64_t{rows} * kK / 2, per_copy = kWeightBytes / bytes;  // regions of one copy
-    cudaFuncSetAttribute(read_stages<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    for (int order = 0; order < 3; ++order) {
-      if ((kStages != 3 || rows != kRows || pdl) && order != strips) continue;  // (the order question: today's depth)
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attribute.val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(blocks);
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = smem;
-      config.attrs = &attribute;
-      config.numAttrs = pdl ? 1 : 0;
+    micro_check_or_exit(cudaFuncSetAttribute(read_stages<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                        "cudaFuncSetAttribute (dynamic shared memory)");
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(blocks);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = smem;
+    config.attrs = &attribute;
+    config.numAttrs = pdl ? 1 : 0;
+    for (int order = 0; order < (all_orders ? 3 : 1); ++order) {
       const float ms = best_of_runs_ms([&] {
-        for (int l = 0; l < kLaunches; ++l)
-          cudaLaunchKernelEx(&config, read_stages<kStages>, static_cast<const uint8_t*>(w[l % copies] + (l / copies) % per_copy * bytes),
-                             order, tiles, out);
+        for (int l = 0; l < kLaunches; ++l) {
+          const uint8_t* region = w[l % copies] + (l / copies) % per_copy * bytes;
+          micro_check_or_exit(cudaLaunchKernelEx(&config, read_stages<kStages>, region, order, tiles, out), "a launch");
+        }
       });
+      micro_check_or_exit(cudaGetLastError(), "the timed launches");
       const double us = ms * 1e3 / kLaunches;
       std::printf("pass %d  %5d x 8192  %d stages %s %3d KB  %-42s %8.2f us a launch  %6.3f TB/s\n", pass, rows,
                   kStages, pdl ? "pdl" : "   ", smem / 1024, names[order], us, bytes / us / 1e6);
     }
   };
+  using S3 = std::integral_constant<int, 3>;
   for (int pass = 0; pass < 2; ++pass) {  // (the second pass: the same, to see the spread)
-    run(std::integral_constant<int, 3>{}, pass, kRows);
-    run(std::integral_constant<int, 4>{}, pass, kRows);
-    run(std::integral_constant<int, 5>{}, pass, kRows);
-    run(std::integral_constant<int, 6>{}, pass, kRows);
-    run(std::integral_constant<int, 3>{}, pass, 8192);  // (8192^2: 15 regions of 33.5 MB rotate)
-    run(std::integral_constant<int, 5>{}, pass, 8192);
-    run(std::integral_constant<int, 3>{}, pass, kRows, true);
-    run(std::integral_constant<int, 3>{}, pass, 8192, true);
-    run(std::integral_constant<int, 3>{}, pass, kRows, true, 112);
-    run(std::integral_constant<int, 3>{}, pass, 8192, true, 112);
-    run(std::integral_constant<int, 3>{}, pass, kRows, false, 112);
-    run(std::integral_constant<int, 3>{}, pass, 8192, false, 112);
+    run(S3{}, pass, kRows, true, false, 0);
+    run(std::integral_constant<int, 4>{}, pass, kRows, false, false, 0);
+    run(std::integral_constant<int, 5>{}, pass, kRows, false, false, 0);
+    run(std::integral_constant<int, 6>{}, pass, kRows, false, false, 0);
+    run(S3{}, pass, 8192, false, false, 0);  // (8192^2: 15 regions of 33.5 MB rotate)
+    run(std::integral_constant<int, 5>{}, pass, 8192, false, false, 0);
+    run(S3{}, pass, kRows, false, true, 0);
+    run(S3{}, pass, 8192, false, true, 0);
+    run(S3{}, pass, kRows, false, true, 112);
+    run(S3{}, pass, 8192, false, true, 112);
+    run(S3{}, pass, kRows, true, false, 112);
+    run(S3{}, pass, 8192, false, false, 112);
   }
   const cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess) {
