@@ -173,7 +173,7 @@ LUTMM_DEVICE void take_marked_pair(unsigned long long* at, int others, unsigned 
   }
 #pragma unroll
   for (int s = 0; s < kOthers; ++s)
-    if (s < others) ptx::store_relaxed_gpu(at + s * kTileFloats, 0ull, 0ull);
+    if (s < others) ptx::store_relaxed_gpu(at + s * kTileFloats, 0ull, 0ull, ptx::l2_evict_last_policy());
 }
 LUTMM_DEVICE unsigned long long flagged_word(float v) {  // (value bits << 32) | the mark
   return (static_cast<unsigned long long>(__float_as_uint(v)) << 32) | 1ull;
@@ -207,7 +207,8 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
   const float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
   if (split != summer) {
     const int slot = K::kStreamK ? split - 1 : split;
-    ptx::store_relaxed_gpu(words + slot * kTileFloats + i, flagged_word(t[0]), flagged_word(t[1]));
+    ptx::store_relaxed_gpu(words + slot * kTileFloats + i, flagged_word(t[0]), flagged_word(t[1]),
+                           ptx::l2_evict_last_policy());  // (kept in L2: ptx/memory.cuh)
     return;
   }
   unsigned long long seen[kOthers][2];
@@ -257,10 +258,13 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   }
   float* slots = p.workspace + static_cast<int64_t>(tile_id) * p.splits * kTileFloats;
   float* mine = slots + static_cast<int64_t>(split) * kTileFloats;
+  // (The slots' lines kept in L2 across launches, ptx/memory.cuh: l2_evict_last_policy.)
+  const uint64_t keep_in_l2 = ptx::l2_evict_last_policy();
   for (int i = tid; i < rows * kQuads; i += K::kThreads) {
     const int r = i / kQuads, c = (i % kQuads) * 4;
     const float* s = tile + r * K::kEpilogueLd + c;
-    __stcg(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]));
+    ptx::store_l2_hint(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]),
+                       keep_in_l2);
   }
   // Whether this block arrived last, told to every thread by the barrier itself (a __shared__ flag would
   // add 128 bytes of static shared memory: enough to cost a block its place where two fill an SM exactly).

@@ -123,10 +123,34 @@ LUTMM_DEVICE uint32_t load_acquire_gpu(const uint32_t* address) {
   return v;
 }
 
+// An L2 cache policy that keeps the lines it is given past the streaming reads (createpolicy, sm_80+), and the stores
+// that carry it. For the split-K and Stream-K workspace (epilogue/epilogue.cuh): its slots are written every launch at
+// the same addresses, but a decode GEMM streams more weight bytes through L2 than L2 holds, so under the default policy
+// every launch found its slot lines evicted (written back to DRAM) and wrote them to DRAM again. In the decode copy
+// skeleton (bench/micro/switch_fence.cu) 8 KB slot stores at the mid-run Stream-K switches cost 1.2 us of a 27.7 us
+// 28672 x 8192 launch under the default policy and nothing with this one (docs/NOTES.md v1.37).
+LUTMM_DEVICE uint64_t l2_evict_last_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+LUTMM_DEVICE void store_l2_hint(float4* address, float4 v, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(address), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w), "l"(policy)
+               : "memory");
+}
+
 // Two 64-bit words with relaxed semantics at GPU scope: each word is single-copy atomic, so a word that carries a
 // value and its own "written" mark needs no fence between the two (epilogue.cuh: finish_flagged).
 LUTMM_DEVICE void store_relaxed_gpu(unsigned long long* address, unsigned long long a, unsigned long long b) {
   asm volatile("st.relaxed.gpu.global.v2.b64 [%0], {%1, %2};\n" ::"l"(address), "l"(a), "l"(b) : "memory");
+}
+// The same with an L2 cache policy (l2_evict_last_policy).
+LUTMM_DEVICE void store_relaxed_gpu(unsigned long long* address, unsigned long long a, unsigned long long b,
+                                    uint64_t policy) {
+  asm volatile("st.relaxed.gpu.global.L2::cache_hint.v2.b64 [%0], {%1, %2}, %3;\n" ::"l"(address), "l"(a), "l"(b),
+               "l"(policy)
+               : "memory");
 }
 LUTMM_DEVICE void load_relaxed_gpu(const unsigned long long* address, unsigned long long& a, unsigned long long& b) {
   asm volatile("ld.relaxed.gpu.global.v2.b64 {%0, %1}, [%2];\n" : "=l"(a), "=l"(b) : "l"(address) : "memory");
