@@ -1,8 +1,11 @@
 #pragma once
 // What the standalone micro-benchmarks of bench/micro share: the SM count of GPU 0, or a clear message and
 // exit status 1 where there is none (gpu-check runs them on whatever machine it is given).
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
 #include <cuda_runtime.h>
 
 inline int micro_sm_count_or_exit() {
@@ -44,4 +47,45 @@ float best_of_runs_ms(Launch launch, int runs = 5) {
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   return best;
+}
+
+// `copies` device copies of one weight-like buffer of `bytes` (a fixed byte pattern, never zeros): rotated by the copy
+// skeletons so that their bytes come from DRAM (more than 4x the L2 in all).
+inline std::vector<uint8_t*> micro_weight_copies(int64_t bytes, int copies) {
+  std::vector<uint8_t> host(bytes);
+  for (int64_t i = 0; i < bytes; ++i) host[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  std::vector<uint8_t*> w(copies);
+  for (auto& p : w) {
+    micro_check_or_exit(cudaMalloc(&p, bytes), "cudaMalloc of a weight copy");
+    micro_check_or_exit(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy of a weight copy");
+  }
+  return w;
+}
+
+// A launch of `blocks` x `threads` with `smem` bytes of dynamic shared memory, as a programmatic dependent (pdl) or
+// plainly: the attribute lives in `attribute`, which must outlive the launches.
+inline cudaLaunchConfig_t micro_launch_config(int blocks, int threads, int smem, bool pdl, cudaLaunchAttribute& attribute) {
+  attribute = cudaLaunchAttribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.attrs = &attribute;
+  config.numAttrs = pdl ? 1 : 0;
+  return config;
+}
+
+// The copy skeletons' read-back of one stage: this thread's 16-byte words of it folded into `fold` (as the decode
+// kernels' LDS.128 of their codes, so that nothing is elided).
+template <int kStageBytes, int kThreads>
+__device__ uint32_t micro_fold_stage(const uint8_t* stage, int tid, uint32_t fold) {
+  const uint4* words = reinterpret_cast<const uint4*>(stage);
+#pragma unroll
+  for (int j = 0; j < kStageBytes / 16 / kThreads; ++j) {
+    const uint4 v = words[tid + j * kThreads];
+    fold ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  return fold;
 }

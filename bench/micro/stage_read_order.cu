@@ -73,12 +73,7 @@ __global__ void __launch_bounds__(kThreads) read_stages(const uint8_t* w, int or
     lutmm::ptx::cp_async_wait<kStages - 2>();
     __syncthreads();
     copy(u + kStages - 1, (stage + kStages - 1) % kStages);
-    const uint4* words = reinterpret_cast<const uint4*>(smem + stage * kStageBytes);
-#pragma unroll
-    for (int j = 0; j < kChunks / kThreads; ++j) {
-      const uint4 v = words[tid + j * kThreads];
-      fold ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
+    fold = micro_fold_stage<kStageBytes, kThreads>(smem + stage * kStageBytes, tid, fold);
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
   out[blockIdx.x * kThreads + tid] = fold;
@@ -89,13 +84,7 @@ __global__ void __launch_bounds__(kThreads) read_stages(const uint8_t* w, int or
 int main() {
   const int sms = micro_sm_count_or_exit();
   const int blocks = 2 * sms, copies = 5;  // 5 x 117 MB: > 4x a 60 MB L2 (and any of today's)
-  std::vector<uint8_t> host(kWeightBytes);
-  for (int64_t i = 0; i < kWeightBytes; ++i) host[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
-  std::vector<uint8_t*> w(copies);
-  for (auto& p : w) {
-    micro_check_or_exit(cudaMalloc(&p, kWeightBytes), "cudaMalloc of a weight copy");
-    micro_check_or_exit(cudaMemcpy(p, host.data(), kWeightBytes, cudaMemcpyHostToDevice), "cudaMemcpy of a weight copy");
-  }
+  const std::vector<uint8_t*> w = micro_weight_copies(kWeightBytes, copies);
   uint32_t* out = nullptr;
   micro_check_or_exit(cudaMalloc(&out, sizeof(uint32_t) * blocks * kThreads), "cudaMalloc of the output");
   const char* names[] = {"strips (today: 16 runs of 1 KB a stage)", "groups8 (2 runs of 8 KB)", "tiles (one 16 KB run)"};
@@ -113,15 +102,8 @@ int main() {
     const int64_t bytes = int64_t{rows} * kK / 2, per_copy = kWeightBytes / bytes;  // regions of one copy
     micro_check_or_exit(cudaFuncSetAttribute(read_stages<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                         "cudaFuncSetAttribute (dynamic shared memory)");
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(blocks);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = smem;
-    config.attrs = &attribute;
-    config.numAttrs = pdl ? 1 : 0;
+    cudaLaunchAttribute attribute;
+    cudaLaunchConfig_t config = micro_launch_config(blocks, kThreads, smem, pdl, attribute);
     for (int order = 0; order < (all_orders ? 3 : 1); ++order) {
       const float ms = best_of_runs_ms([&] {
         for (int l = 0; l < kLaunches; ++l) {

@@ -224,12 +224,7 @@ __global__ void __launch_bounds__(kThreads) stream_switch(const uint8_t* w, int 
     lutmm::ptx::cp_async_wait<kStages - 2>();
     __syncthreads();
     copy(u + kStages - 1, (stage + kStages - 1) % kStages);
-    const uint4* stage_words = reinterpret_cast<const uint4*>(smem + stage * kStageBytes);
-#pragma unroll
-    for (int j = 0; j < kChunks / kThreads; ++j) {
-      const uint4 v = stage_words[tid + j * kThreads];
-      fold ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
+    fold = micro_fold_stage<kStageBytes, kThreads>(smem + stage * kStageBytes, tid, fold);
     acc += __uint_as_float(fold & 0x3f7fffffu);
     stage = stage + 1 == kStages ? 0 : stage + 1;
     const bool item_ends = (u + 1) % kKTiles == 0 || u + 1 == end;
@@ -314,13 +309,7 @@ __global__ void __launch_bounds__(kThreads) stream_switch(const uint8_t* w, int 
 int main() {
   const int sms = micro_sm_count_or_exit();
   const int blocks = 2 * sms, copies = 5;  // 5 x 117 MB: > 4x a 60 MB L2
-  std::vector<uint8_t> host(kWeightBytes);
-  for (int64_t i = 0; i < kWeightBytes; ++i) host[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
-  std::vector<uint8_t*> w(copies);
-  for (auto& p : w) {
-    micro_check_or_exit(cudaMalloc(&p, kWeightBytes), "cudaMalloc of a weight copy");
-    micro_check_or_exit(cudaMemcpy(p, host.data(), kWeightBytes, cudaMemcpyHostToDevice), "cudaMemcpy of a weight copy");
-  }
+  const std::vector<uint8_t*> w = micro_weight_copies(kWeightBytes, copies);
   uint32_t* out = nullptr;
   float* slots = nullptr;
   uint32_t* counters = nullptr;
@@ -340,15 +329,8 @@ int main() {
   const int smem = 112 * 1024;
   micro_check_or_exit(cudaFuncSetAttribute(stream_switch, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                       "cudaFuncSetAttribute (dynamic shared memory)");
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  cudaLaunchConfig_t config = micro_launch_config(blocks, kThreads, smem, /*pdl=*/true, attribute);
   std::printf("28672 x 8192 4-bit, %d blocks of %d threads, %d stages of 16 KB, 112 KB a block, pdl; switch at each "
               "tile end of a block's Stream-K run (8 KB slot)\n", blocks, kThreads, kStages);
   constexpr int kLaunches = 30;
