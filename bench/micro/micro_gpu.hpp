@@ -76,16 +76,3 @@ inline cudaLaunchConfig_t micro_launch_config(int blocks, int threads, int smem,
   config.numAttrs = pdl ? 1 : 0;
   return config;
 }
-
-// The copy skeletons' read-back of one stage: this thread's 16-byte words of it folded into `fold` (as the decode
-// kernels' LDS.128 of their codes, so that nothing is elided).
-template <int kStageBytes, int kThreads>
-__device__ uint32_t micro_fold_stage(const uint8_t* stage, int tid, uint32_t fold) {
-  const uint4* words = reinterpret_cast<const uint4*>(stage);
-#pragma unroll
-  for (int j = 0; j < kStageBytes / 16 / kThreads; ++j) {
-    const uint4 v = words[tid + j * kThreads];
-    fold ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  return fold;
-}

@@ -18,24 +18,18 @@
 #include <vector>
 
 #include "lutmm/ptx/memory.cuh"
+#include "copy_skeleton.hpp"
 #include "micro_gpu.hpp"
 
 namespace {
 
-constexpr int kThreads = 128, kStageBytes = 16384, kChunks = kStageBytes / 16;
-constexpr int kRows = 28672, kK = 8192, kTileRows = 256, kKTile = 128;
-constexpr int kKTiles = kK / kKTile;
-constexpr int64_t kStripBytes = int64_t{kK} / 2 * 16;  // one 16-row strip, all of K (4 bits a weight)
-constexpr int64_t kWeightBytes = int64_t{kRows} * kK / 2;
+using namespace micro_skeleton;
 
 enum Order { strips = 0, groups8 = 1, tiles = 2 };
 
 // Byte offset of 16-byte chunk c (0 .. 1023) of k tile kt of tile t in each order.
 __device__ int64_t chunk_offset(int order, int t, int kt, int c) {
-  if (order == strips) {
-    const int strip = c / 64, in_run = c % 64;  // 16 strips x 64 chunks of 16 bytes = 1 KB a strip
-    return (int64_t{t} * 16 + strip) * kStripBytes + int64_t{kt} * 1024 + in_run * 16;
-  }
+  if (order == strips) return strips_chunk_offset(t, kt, c);  // (today's: 16 runs of 1 KB)
   if (order == groups8) {
     const int half = c / 512, in_run = c % 512;  // two 128-row groups, 8 KB each a k tile
     return (int64_t{t} * 2 + half) * (kStripBytes * 8) + int64_t{kt} * 8192 + in_run * 16;
@@ -43,39 +37,18 @@ __device__ int64_t chunk_offset(int order, int t, int kt, int c) {
   return int64_t{t} * (kStripBytes * 16) + int64_t{kt} * kStageBytes + c * 16;
 }
 
+// Launched as a programmatic dependent (the "pdl" rows), as the decode kernels are: the first stages' copies go out
+// before the wait for the previous launch, the next launch may start at once (copy_skeleton.hpp: stream_units).
 template <int kStages>
 __global__ void __launch_bounds__(kThreads) read_stages(const uint8_t* w, int order, int tiles, uint32_t* out) {
   extern __shared__ __align__(16) uint8_t smem[];
   const uint32_t units = tiles * kKTiles, blocks = gridDim.x;
   const uint32_t first = blockIdx.x * units / blocks, end = (blockIdx.x + 1) * units / blocks;
   const int tid = threadIdx.x;
-  auto copy = [&](uint32_t u, int stage) {
-    if (u < end) {
-      const int t = static_cast<int>(u / kKTiles), kt = static_cast<int>(u % kKTiles);
-      const uint32_t dst = lutmm::ptx::smem_addr(smem + stage * kStageBytes);
-#pragma unroll
-      for (int j = 0; j < kChunks / kThreads; ++j) {
-        const int c = tid + j * kThreads;
-        lutmm::ptx::cp_async_16(dst + c * 16, w + chunk_offset(order, t, kt, c));
-      }
-    }
-    lutmm::ptx::cp_async_commit();  // (one group a stage, even when empty: the wait count stays exact)
-  };
-  for (int s = 0; s < kStages - 1; ++s) copy(first + s, s);
-  // Launched as a programmatic dependent (the "pdl" rows), as the decode kernels are: the first stages' copies go
-  // out before the wait for the previous launch, the next launch may start at once (where the grid fills the GPU,
-  // the kernels' dependents_early); without the attribute both are no-ops.
-  lutmm::ptx::allow_dependent_launch();
-  lutmm::ptx::grid_dependency_wait();
-  uint32_t fold = 0;
-  int stage = 0;
-  for (uint32_t u = first; u < end; ++u) {
-    lutmm::ptx::cp_async_wait<kStages - 2>();
-    __syncthreads();
-    copy(u + kStages - 1, (stage + kStages - 1) % kStages);
-    fold = micro_fold_stage<kStageBytes, kThreads>(smem + stage * kStageBytes, tid, fold);
-    stage = stage + 1 == kStages ? 0 : stage + 1;
-  }
+  const uint32_t fold = stream_units<kStages>(
+      smem, first, end, tid, /*copies=*/true,
+      [&](uint32_t u, int c) { return w + chunk_offset(order, static_cast<int>(u / kKTiles), static_cast<int>(u % kKTiles), c); },
+      [](uint32_t, int, uint32_t&) {});
   out[blockIdx.x * kThreads + tid] = fold;
 }
 

@@ -30,15 +30,14 @@
 #include <cuda_bf16.h>
 
 #include "lutmm/ptx/memory.cuh"
+#include "copy_skeleton.hpp"
 #include "micro_gpu.hpp"
 
 namespace {
 
-constexpr int kThreads = 128, kStageBytes = 16384, kChunks = kStageBytes / 16, kStages = 3;
-constexpr int kRows = 28672, kK = 8192, kTileRows = 256, kKTile = 128, kTileM = 8;
-constexpr int kKTiles = kK / kKTile;
-constexpr int64_t kStripBytes = int64_t{kK} / 2 * 16;  // one 16-row strip, all of K (4 bits a weight)
-constexpr int64_t kWeightBytes = int64_t{kRows} * kK / 2;
+using namespace micro_skeleton;
+
+constexpr int kStages = 3, kTileM = 8;
 constexpr int kSlotFloats = kTileRows * kTileM;  // one item's float partial: 8 KB
 constexpr int kCopyFree = kThreads - 1;          // the thread that issues no copies
 
@@ -192,114 +191,98 @@ __device__ void epilogue(int kind, float acc, int split, int splits, float* slot
   for (int q = 0; q < kPairs; ++q) store_pair_out(o, 2 * (tid + q * kThreads), sum[q][0], sum[q][1]);
 }
 
-// Block b's units [b U / G, (b + 1) U / G) of U = tiles x k tiles, tile-major: at each tile boundary inside the run
-// (and at the run's end) the block does the switch's work of variant `kind`.
-__global__ void __launch_bounds__(kThreads) stream_switch(const uint8_t* w, int kind, float* slots, uint32_t* counters,
-                                                          unsigned long long* words, __nv_bfloat16* out_tiles,
-                                                          uint32_t* out, unsigned long long* switch_clocks) {
+// Where the variants write: the items' float slots (kMaxSplits a tile; the store-only variants use one a block),
+// the tiles' counters, the flagged words (kMaxSplits - 1 slots a tile) and the protocols' bf16 outputs.
+struct Buffers {
+  float* slots;
+  uint32_t* counters;
+  unsigned long long* words;
+  __nv_bfloat16* out_tiles;
+};
+
+__host__ __device__ bool is_protocol(int kind) { return kind >= last_arrival && kind <= flagged_staged; }
+
+// The work of variant `kind` where unit u ends an item (a tile's units end inside the run, or the run ends); stage:
+// the stage the unit was read from (no copy lands there before the next unit's). Returns the SM clocks it took.
+__device__ long long item_end(int kind, uint32_t u, uint32_t first, uint32_t end, int stage, float acc, uint32_t& fold,
+                              const Buffers& b, uint8_t* smem) {
+  const int tid = threadIdx.x;
+  const bool run_end = u + 1 == end;
+  const bool mid_run_only = kind == stores_mid_run || kind == bulk_mid_run || kind == mid_run_one_slot ||
+                            kind == mid_run_evict_last;
+  if (kind == none || (mid_run_only && run_end) || (kind == stores_run_end && !run_end)) return 0;
+  const long long t0 = clock64();
+  const uint32_t tile = u / kKTiles, units = (kRows / kTileRows) * kKTiles, blocks = gridDim.x;
+  float* const own_slot = b.slots + static_cast<int64_t>(blockIdx.x) * kSlotFloats;
+  const float4 partial = make_float4(acc, acc + 1.f, acc + 2.f, acc + 3.f);  // (each thread 16 floats of the slot)
+  if (is_protocol(kind)) {  // the whole epilogue of an item, as the kernels' protocols would run it
+    const uint32_t tile_first = tile * kKTiles, tile_end = tile_first + kKTiles;
+    const uint32_t item_first = tile_first > first ? tile_first : first;
+    const int split = static_cast<int>(block_of(item_first, blocks, units) - block_of(tile_first, blocks, units));
+    const int splits = static_cast<int>(block_of(tile_end - 1, blocks, units) - block_of(tile_first, blocks, units) + 1);
+    epilogue(kind, acc, split, splits, b.slots + static_cast<int64_t>(tile) * kMaxSplits * kSlotFloats,
+             b.words + static_cast<int64_t>(tile) * (kMaxSplits - 1) * kSlotFloats, b.counters + tile,
+             b.out_tiles + static_cast<int64_t>(tile) * kSlotFloats, smem);
+  } else if (kind == bulk_stores || kind == bulk_mid_run) {  // the partial through the stage just read, by one bulk copy
+    uint8_t* const tile_smem = smem + stage * kStageBytes;
+    __syncthreads();  // (every warp is done reading the stage)
+#pragma unroll
+    for (int q = 0; q < kSlotFloats / 4 / kThreads; ++q) reinterpret_cast<float4*>(tile_smem)[tid + q * kThreads] = partial;
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (tid == 0) {
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(own_slot),
+                   "r"(lutmm::ptx::smem_addr(tile_smem)), "r"(kSlotFloats * 4) : "memory");
+      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+      asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");  // (before the next copy into the stage)
+    }
+  } else {
+    if (kind != fence_t0 && kind != fence_t127) {  // the block's partial of the tile
+      float4* const slot = reinterpret_cast<float4*>(kind == mid_run_one_slot ? b.slots : own_slot);
+      const uint64_t keep_in_l2 = lutmm::ptx::l2_evict_last_policy();
+#pragma unroll
+      for (int q = 0; q < kSlotFloats / 4 / kThreads; ++q) {
+        if (kind == mid_run_evict_last)
+          lutmm::ptx::store_l2_hint(slot + tid + q * kThreads, partial, keep_in_l2);
+        else
+          __stcg(slot + tid + q * kThreads, partial);
+      }
+    }
+    __syncthreads();
+    const bool arrives = kind == relaxed_t0 || kind == acq_rel_t0 || kind == acq_rel_t127 || kind == fence_t0 ||
+                         kind == fence_t127;
+    if (arrives) {
+      const int arriver = kind == acq_rel_t127 || kind == fence_t127 ? kCopyFree : 0;
+      bool last = false;
+      if (tid == arriver)
+        last = (kind == relaxed_t0 ? relaxed_add(b.counters + tile, 1u)
+                                   : lutmm::ptx::atomic_add_acq_rel_gpu(b.counters + tile, 1u)) == 0xffffffffu;
+      if (__syncthreads_or(last)) fold ^= 1u;  // (never: the counters only grow within a run)
+    }
+  }
+  return clock64() - t0;
+}
+
+// Block b's units [b U / G, (b + 1) U / G) of U = tiles x k tiles, tile-major (copy_skeleton.hpp: stream_units); at
+// each item end of the run the block does the work of variant `kind`. Thread kCopyFree copies nothing except under the
+// protocols (their outputs are compared).
+__global__ void __launch_bounds__(kThreads) stream_switch(const uint8_t* w, int kind, Buffers b, uint32_t* out,
+                                                          unsigned long long* switch_clocks) {
   extern __shared__ __align__(16) uint8_t smem[];
   const uint32_t units = (kRows / kTileRows) * kKTiles, blocks = gridDim.x;
   const uint32_t first = blockIdx.x * units / blocks, end = (blockIdx.x + 1) * units / blocks;
   const int tid = threadIdx.x;
-  auto copy = [&](uint32_t u, int stage) {
-    if (u < end && (tid != kCopyFree || (kind >= last_arrival && kind <= flagged_staged))) {  // (the protocols copy every chunk: sums to compare)
-      const int t = static_cast<int>(u / kKTiles), kt = static_cast<int>(u % kKTiles);
-      const uint32_t dst = lutmm::ptx::smem_addr(smem + stage * kStageBytes);
-#pragma unroll
-      for (int j = 0; j < kChunks / kThreads; ++j) {
-        const int c = tid + j * kThreads, strip = c / 64, in_run = c % 64;  // today's order: 16 runs of 1 KB
-        lutmm::ptx::cp_async_16(dst + c * 16, w + (int64_t{t} * 16 + strip) * kStripBytes + int64_t{kt} * 1024 + in_run * 16);
-      }
-    }
-    lutmm::ptx::cp_async_commit();
-  };
-  for (int s = 0; s < kStages - 1; ++s) copy(first + s, s);
-  lutmm::ptx::allow_dependent_launch();
-  lutmm::ptx::grid_dependency_wait();
-  uint32_t fold = 0;
   float acc = 0.f;
   unsigned long long clocks = 0;
-  int stage = 0;
-  for (uint32_t u = first; u < end; ++u) {
-    lutmm::ptx::cp_async_wait<kStages - 2>();
-    __syncthreads();
-    copy(u + kStages - 1, (stage + kStages - 1) % kStages);
-    fold = micro_fold_stage<kStageBytes, kThreads>(smem + stage * kStageBytes, tid, fold);
-    acc += __uint_as_float(fold & 0x3f7fffffu);
-    stage = stage + 1 == kStages ? 0 : stage + 1;
-    const bool item_ends = (u + 1) % kKTiles == 0 || u + 1 == end;
-    if (!item_ends || kind == none) continue;
-    if ((kind == stores_mid_run && u + 1 == end) || (kind == stores_run_end && u + 1 != end)) continue;
-    if ((kind == mid_run_one_slot || kind == mid_run_evict_last) && u + 1 == end) continue;
-    if (kind == mid_run_one_slot || kind == mid_run_evict_last) {
-      const long long t0 = clock64();
-      float* mine = slots + (kind == mid_run_one_slot ? 0 : static_cast<int64_t>(blockIdx.x) * kSlotFloats);
-      uint64_t policy;
-      asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
-#pragma unroll
-      for (int q = 0; q < kSlotFloats / 4 / kThreads; ++q) {
-        float4* at = reinterpret_cast<float4*>(mine) + tid + q * kThreads;
-        const float4 v = make_float4(acc, acc + 1.f, acc + 2.f, acc + 3.f);
-        if (kind == mid_run_one_slot)
-          __stcg(at, v);
-        else
-          asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(at), "f"(v.x), "f"(v.y),
-                       "f"(v.z), "f"(v.w), "l"(policy) : "memory");
-      }
-      __syncthreads();
-      if (tid == 0) clocks += static_cast<unsigned long long>(clock64() - t0);
-      continue;
-    }
-    if (kind == bulk_mid_run && u + 1 == end) continue;
-    if (kind == bulk_stores || kind == bulk_mid_run) {  // the partial through the stage just consumed, by one bulk copy
-      const long long t0 = clock64();
-      uint8_t* const tile_smem = smem + ((stage + kStages - 1) % kStages) * kStageBytes;  // (no copy lands there)
-      __syncthreads();  // (every warp is done reading the stage)
-#pragma unroll
-      for (int q = 0; q < kSlotFloats / 4 / kThreads; ++q)
-        reinterpret_cast<float4*>(tile_smem)[tid + q * kThreads] = make_float4(acc, acc + 1.f, acc + 2.f, acc + 3.f);
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncthreads();
-      if (tid == 0) {
-        float* mine = slots + (static_cast<int64_t>(blockIdx.x) * kSlotFloats);
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(mine),
-                     "r"(lutmm::ptx::smem_addr(tile_smem)), "r"(kSlotFloats * 4) : "memory");
-        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");  // (before the next copy into the stage)
-        clocks += static_cast<unsigned long long>(clock64() - t0);
-      }
-      continue;
-    }
-    const long long t0 = clock64();
-    const uint32_t tile = u / kKTiles;
-    if (kind >= last_arrival && kind <= flagged_staged) {  // the whole epilogue of an item, as the kernels' protocols would run it
-      const uint32_t tile_first = tile * kKTiles, tile_end = tile_first + kKTiles;
-      const uint32_t item_first = tile_first > first ? tile_first : first;
-      const int split = static_cast<int>(block_of(item_first, blocks, units) - block_of(tile_first, blocks, units));
-      const int splits = static_cast<int>(block_of(tile_end - 1, blocks, units) - block_of(tile_first, blocks, units) + 1);
-      __nv_bfloat16* const o = out_tiles + static_cast<int64_t>(tile) * kSlotFloats;
-      epilogue(kind, acc, split, splits, slots + static_cast<int64_t>(tile) * kMaxSplits * kSlotFloats,
-               words + static_cast<int64_t>(tile) * (kMaxSplits - 1) * kSlotFloats, counters + tile, o, smem);
-      if (tid == 0) clocks += static_cast<unsigned long long>(clock64() - t0);
-      continue;
-    }
-    if (kind != fence_t0 && kind != fence_t127) {  // this block's partial of the tile (each thread 16 floats)
-      float* mine = slots + (static_cast<int64_t>(blockIdx.x) * kSlotFloats);
-#pragma unroll
-      for (int q = 0; q < kSlotFloats / 4 / kThreads; ++q)
-        __stcg(reinterpret_cast<float4*>(mine) + tid + q * kThreads, make_float4(acc, acc + 1.f, acc + 2.f, acc + 3.f));
-    }
-    __syncthreads();
-    if (kind != stores && kind != stores_mid_run && kind != stores_run_end) {
-      const int arriver = kind == acq_rel_t127 || kind == fence_t127 ? kCopyFree : 0;
-      bool last = false;
-      if (tid == arriver)
-        last = (kind == relaxed_t0 ? relaxed_add(counters + tile, 1u) : lutmm::ptx::atomic_add_acq_rel_gpu(counters + tile, 1u)) == 0xffffffffu;
-      last = __syncthreads_or(last);
-      if (last) fold ^= 1u;  // (never: the counters only grow within a run)
-    }
-    if (tid == 0) clocks += static_cast<unsigned long long>(clock64() - t0);
-  }
+  const uint32_t fold = stream_units<kStages>(
+      smem, first, end, tid, /*copies=*/tid != kCopyFree || is_protocol(kind),
+      [&](uint32_t u, int c) { return w + strips_chunk_offset(static_cast<int>(u / kKTiles), static_cast<int>(u % kKTiles), c); },
+      [&](uint32_t u, int stage, uint32_t& f) {
+        acc += __uint_as_float(f & 0x3f7fffffu);
+        if ((u + 1) % kKTiles != 0 && u + 1 != end) return;
+        const long long c = item_end(kind, u, first, end, stage, acc, f, b, smem);
+        if (tid == 0) clocks += static_cast<unsigned long long>(c);
+      });
   out[blockIdx.x * kThreads + tid] = fold ^ __float_as_uint(acc);
   if (tid == 0) atomicAdd(switch_clocks, clocks);
 }
@@ -352,7 +335,8 @@ int main() {
       const float ms = best_of_runs_ms([&] {
         for (int l = 0; l < kLaunches; ++l, ++launches)
           micro_check_or_exit(cudaLaunchKernelEx(&config, stream_switch, static_cast<const uint8_t*>(w[l % copies]), kind,
-                                                 slots, counters, words, out_tiles, out, switch_clocks), "a launch");
+                                                 Buffers{slots, counters, words, out_tiles}, out, switch_clocks),
+                             "a launch");
       });
       micro_check_or_exit(cudaGetLastError(), "the timed launches");
       unsigned long long clocks = 0;
@@ -361,7 +345,7 @@ int main() {
       const double per_switch = static_cast<double>(clocks) / (static_cast<double>(launches) * switches_a_launch);
       // The protocols' outputs (of the last launch, whose weight copy is the same for all) bit for bit against today's.
       const char* check = "";
-      if (kind >= last_arrival && kind <= flagged_staged) {
+      if (is_protocol(kind)) {
         std::vector<uint16_t> got(kSlotFloats * tiles);
         micro_check_or_exit(cudaMemcpy(got.data(), out_tiles, got.size() * 2, cudaMemcpyDeviceToHost), "cudaMemcpy of the outputs");
         if (kind == last_arrival) reference = got;
