@@ -165,6 +165,38 @@ TEST(KernelConfig, StreamKRules) {
   EXPECT_NE(why.find("4096-byte epilogue tile in one 2048-byte stage"), std::string::npos) << why;
 }
 
+// The staged epilogue tile's index (epilogue_tile_index): each row's values in their own row, the accumulator
+// fragment stores of a warp on 32 different banks (unpadded rows too, through the swizzle), and the aligned runs of
+// 4 and 8 floats that the readers take contiguous.
+TEST(KernelConfig, EpilogueTileIndexIsABijectionWithConflictFreeFragmentStores) {
+  struct Tile { int tile_n, tile_m, ld; };
+  for (const Tile t : {Tile{256, 16, 256}, Tile{256, 8, 260}, Tile{128, 16, 132}, Tile{64, 8, 68}, Tile{256, 32, 256}}) {
+    const std::string what = std::to_string(t.tile_n) + " x " + std::to_string(t.tile_m) + ", ld " + std::to_string(t.ld);
+    std::set<int> seen;
+    for (int r = 0; r < t.tile_m; ++r)
+      for (int c = 0; c < t.tile_n; ++c) {
+        const int at = epilogue_tile_index(t.ld, t.tile_n, r, c);
+        ASSERT_EQ(at / t.ld, r) << what << ": (" << r << ", " << c << ") left its row";
+        ASSERT_LT(at % t.ld, t.tile_n) << what;
+        ASSERT_TRUE(seen.insert(at).second) << what << ": (" << r << ", " << c << ") shares its place";
+        if (c % 8 == 0)
+          for (int j = 1; j < 8; ++j) ASSERT_EQ(epilogue_tile_index(t.ld, t.tile_n, r, c + j), at + j) << what;
+      }
+    // stage_accumulators: lane (g, t4) stores W rows strip * 16 + g (+ 8) of x columns fm * 8 + 2 t4 (+ 1)
+    for (int strip = 0; strip < t.tile_n / 16; ++strip)
+      for (int fm = 0; fm < t.tile_m / 8; ++fm)
+        for (int reg = 0; reg < 4; ++reg) {
+          std::set<int> banks;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int g = lane / 4, t4 = lane % 4;
+            const int n = strip * 16 + g + (reg >= 2 ? 8 : 0), m = fm * 8 + 2 * t4 + (reg % 2);
+            banks.insert(epilogue_tile_index(t.ld, t.tile_n, m, n) % 32);
+          }
+          EXPECT_EQ(banks.size(), 32u) << what << ", strip " << strip << ", fm " << fm << ", register " << reg;
+        }
+  }
+}
+
 // The warp-specialized sm90 kernel (_ws): split-K tiles of 4 or 8 warps plus a producer warp, its own x
 // copies (no multicast); forcible, not offered (measured no faster).
 TEST(KernelConfig, WarpSpecializedRules) {

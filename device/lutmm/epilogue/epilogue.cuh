@@ -19,7 +19,7 @@
 // Fragment ownership (mma m16n8k16 C, W rows are the MMA's M side): lane (g = lane / 4, t4 = lane % 4)
 // holds rows n = g and g + 8 of the strip, columns m = 2 t4 and 2 t4 + 1 of the 8-column block.
 #include "lutmm/kernels/gemm_params.cuh"
-#include "lutmm/kernels/gemm_sm80_config.cuh"  // (sm80_epilogue_bytes)
+#include "lutmm/kernels/gemm_sm80_config.cuh"  // (sm80_epilogue_bytes, epilogue_tile_index)
 #include "lutmm/mma/mma_sm80.cuh"
 #include "lutmm/mma/wgmma_sm90.cuh"
 #include "lutmm/ptx/cluster.cuh"
@@ -37,6 +37,14 @@ namespace lutmm::epilogue {
 #endif
 inline constexpr long long kSpreadPatienceNs = LUTMM_SPREAD_PATIENCE_NS;
 
+// Where value (r, c) of the staged float tile lies: padded rows, or unpadded ones swizzled (epilogue_tile_index).
+template <class K>
+LUTMM_DEVICE constexpr int tile_at(int r, int c) {
+  static_assert(K::kEpilogueLd == K::kTileN + 4 || (K::kEpilogueLd == K::kTileN && K::kTileN % 32 == 0),
+                "epilogue_tile_index swizzles unpadded rows in 32-float runs");
+  return epilogue_tile_index(K::kEpilogueLd, K::kTileN, r, c);
+}
+
 // add: += into the tile (the second and later warp groups of a k-split block) instead of =.
 template <class K>
 LUTMM_DEVICE void stage_accumulators(float* tile, const float (&acc)[K::kFragsN][K::kFragsM][4], int warp_n,
@@ -49,10 +57,12 @@ LUTMM_DEVICE void stage_accumulators(float* tile, const float (&acc)[K::kFragsN]
     for (int fm = 0; fm < K::kFragsM; ++fm) {
       const int n = (warp_n * K::kFragsN + fn) * 16 + g;
       const int m = warp_m * K::kWarpTileM + fm * 8 + 2 * t4;
-      put(m * K::kEpilogueLd + n, acc[fn][fm][0]);
-      put((m + 1) * K::kEpilogueLd + n, acc[fn][fm][1]);
-      put(m * K::kEpilogueLd + n + 8, acc[fn][fm][2]);
-      put((m + 1) * K::kEpilogueLd + n + 8, acc[fn][fm][3]);
+      // (row m + 1 has row m's swizzle: m is even)
+      const int at = tile_at<K>(m, n), at8 = tile_at<K>(m, n + 8);
+      put(at, acc[fn][fm][0]);
+      put(at + K::kEpilogueLd, acc[fn][fm][1]);
+      put(at8, acc[fn][fm][2]);
+      put(at8 + K::kEpilogueLd, acc[fn][fm][3]);
     }
   }
 }
@@ -85,12 +95,12 @@ LUTMM_DEVICE void store_output(const GemmParams& p, int n0, int m0, int first, i
   store_output<K>(p, n0, m0, p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM, first, step, value);
 }
 
-// Stores the block's float tile (shared memory, kEpilogueLd floats a row) as the output.
+// Stores the block's float tile (shared memory, tile_at) as the output.
 template <class K>
 LUTMM_DEVICE void store_tile(const GemmParams& p, const float* tile, int n0, int m0, int tid) {
   store_output<K>(p, n0, m0, tid, K::kThreads, [&](int r, int c, float* v) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = tile[r * K::kEpilogueLd + c + j];
+    for (int j = 0; j < 8; ++j) v[j] = tile[tile_at<K>(r, c) + j];
   });
 }
 
@@ -204,7 +214,7 @@ LUTMM_DEVICE void finish_flagged(const GemmParams& p, float* tile, int n0, int m
   const int others = splits - 1;  // the slots: splits 0 .. S - 2 under split-K, 1 .. S - 1 under Stream-K
   const int i = 2 * tid;  // this thread's pair: values i, i + 1 of the stored rows (row-major; tile_n is even)
   if (i >= rows * K::kTileN) return;
-  const float* const t = tile + (i / K::kTileN) * K::kEpilogueLd + i % K::kTileN;
+  const float* const t = tile + tile_at<K>(i / K::kTileN, i % K::kTileN);
   if (split != summer) {
     const int slot = K::kStreamK ? split - 1 : split;
     ptx::store_relaxed_gpu(words + slot * kTileFloats + i, flagged_word(t[0]), flagged_word(t[1]),
@@ -262,7 +272,7 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
   const uint64_t keep_in_l2 = ptx::l2_evict_last_policy();
   for (int i = tid; i < rows * kQuads; i += K::kThreads) {
     const int r = i / kQuads, c = (i % kQuads) * 4;
-    const float* s = tile + r * K::kEpilogueLd + c;
+    const float* s = tile + tile_at<K>(r, c);
     ptx::store_l2_hint(reinterpret_cast<float4*>(mine + r * K::kTileN + c), make_float4(s[0], s[1], s[2], s[3]),
                        keep_in_l2);
   }
@@ -365,7 +375,7 @@ LUTMM_DEVICE void finish(const GemmParams& p, float* tile, int n0, int m0, int t
     for (int j = 0; j < kBatch; ++j) {
       const int i = tid + (base + j) * K::kThreads;
       if (i < quads) {
-        float* t = tile + (i / kQuads) * K::kEpilogueLd + (i % kQuads) * 4;
+        float* t = tile + tile_at<K>(i / kQuads, (i % kQuads) * 4);
         t[0] = v[j].x; t[1] = v[j].y; t[2] = v[j].z; t[3] = v[j].w;
       }
     }
@@ -400,6 +410,8 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size (runti
 
 template <class K>
 struct ClusterPush {
+  // (cluster tiles are never Stream-K ones, so their rows are the padded, unswizzled ones of tile_at)
+  static_assert(K::kEpilogueLd == K::kTileN + 4, "the cluster epilogue reads the tile's padded rows directly");
   static constexpr int kRowBytes = K::kEpilogueLd * 4;                             // a staged tile row
   static constexpr int kTileBytes = sm80_epilogue_bytes(K::kTileN, K::kTileM);     // the staged tile
   static constexpr int kSlotsBytes = (K::kTileM + kMaxClusterSplits - 1) * kRowBytes;  // S slots of ceil(R / S) rows

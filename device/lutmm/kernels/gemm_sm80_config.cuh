@@ -38,10 +38,19 @@ LUTMM_HOST_DEVICE constexpr int sm80_stage_bytes(int bits, int group, int tile_n
 LUTMM_HOST_DEVICE constexpr int sm80_epilogue_bytes(int tile_n, int tile_m) { return tile_m * (tile_n + 4) * 4; }
 // Under Stream-K the epilogue tile is staged in one pipeline stage (kernels/gemm_sm80.cuh). Its rows are padded by 4
 // floats (conflict-free fragment stores) where that fits; where only the unpadded rows fit (256 x 16 tiles in the
-// 16 KB W-only stages of the 256-byte table), the rows are tile_n floats and the fragment stores meet 4-way bank
-// conflicts, a few dozen cycles a warp once per item.
+// 16 KB W-only stages of the 256-byte table), the rows are tile_n floats, swizzled (epilogue_tile_index).
 LUTMM_HOST_DEVICE constexpr int sm80_stream_k_epilogue_ld(int tile_n, int tile_m, int stage_bytes) {
   return tile_m * (tile_n + 4) * 4 <= stage_bytes ? tile_n + 4 : tile_n;
+}
+// Where value (r, c) of the staged float tile lies (epilogue/epilogue.cuh, every kernel family): row r is x's column
+// m0 + r, c the tile's W row n0 + c, rows `ld` floats apart. Padded rows (ld = tile_n + 4) make the accumulator
+// fragment stores conflict-free as they are. Unpadded ones (ld = tile_n) XOR bits 3-4 of c with bits 1-2 of r: a
+// fragment store's four t4 lanes (rows 2 t4 and 2 t4 + 1, the same W rows) then land 8 banks apart instead of on one
+// (4-way conflicts; 16 x 28672 x 8192 38.81 -> 38.56 us, docs/NOTES.md v1.38). The swizzle keeps every aligned run
+// of 8 floats of a row together, so the readers' float2 / float4 / 8-float runs stay contiguous (tile_n is a
+// multiple of 32).
+LUTMM_HOST_DEVICE constexpr int epilogue_tile_index(int ld, int tile_n, int r, int c) {
+  return ld == tile_n ? r * tile_n + (c ^ (((r >> 1) & 3) << 3)) : r * ld + c;
 }
 // Dynamic shared memory (the launch asks for this).
 LUTMM_HOST_DEVICE constexpr int sm80_dynamic_shared_bytes(int bits, int group, int tile_n, int tile_m, int tile_k,
