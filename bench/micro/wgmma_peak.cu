@@ -2,7 +2,9 @@
 // accumulators) back to back, A from registers (RS, as the sm90 LUT kernels feed their dequantized W) or from
 // shared memory (SS), B from shared memory, with 1..4 warpgroups per SM and 1 or 3 wgmmas in flight.
 // The question it answers (docs/NOTES.md v1.13): whether m64n64k16 with A from registers, the M = 64 kernels'
-// MMA, runs at a fraction of the tensor cores' rate that N = 128..256, or A from shared memory, would not.
+// MMA, runs at a fraction of the tensor cores' rate that N = 128..256, or A from shared memory, would not; and
+// (v1.38) what N = 8 and 16, the decode shapes' x rows, leave of it: a decode wgmma path at M = 16 needs ~224
+// TFLOP/s of its MMAs to run 28672 x 8192 at 80% of the HBM floor, at M = 8 ~112.
 // "fresh A" rewrites the A registers before every wgmma (one LOP3 per register), as the LUT kernels do.
 // Not part of the CMake build; on a GPU machine, from the repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I device -o wgmma_peak bench/micro/wgmma_peak.cu
@@ -96,6 +98,8 @@ void run_n(int sms) {
 
 int main() {
   const int sms = micro_sm_count_or_exit();
+  run_n<8>(sms);   // (the decode shapes: N = the x rows, M <= 8 and M = 16)
+  run_n<16>(sms);
   run_n<64>(sms);
   run_n<128>(sms);
   run_n<256>(sms);
