@@ -409,9 +409,13 @@ bool cluster_split_k(const Problem& p, const KernelConfig& c, const DeviceInfo& 
 //  * a grid without clusters on at most a quarter of the SMs: the next kernel's blocks get idle SMs
 //    (2x1536x256: 2.22 -> 1.83 us).
 // Mid-sized grids lost up to 2.4x (77x1280x768 3.9 -> 9.0 us) and stay late (docs/NOTES.md, v1.12).
+// (Developers: LUTMM_DEPENDENTS_EARLY=1 or 0 overrides the rule for every grid, for comparisons.)
 bool early_dependents(const DeviceInfo& dev, const KernelConfig& c, const Problem& p, const ReadyKernel& kernel,
                       int64_t blocks, bool clusters) {
   if (!dependent_launch(dev) || dev.sm_count <= 0) return false;
+  static const char* const forced = std::getenv("LUTMM_DEPENDENTS_EARLY");
+  if (forced != nullptr && (std::string_view(forced) == "0" || std::string_view(forced) == "1"))
+    return std::string_view(forced) == "1";
   if (!clusters && 4 * blocks <= dev.sm_count) return true;
   const int resident = kernel.kernel->max_active_blocks_per_sm(c.threads(), kernel.shared_bytes);
   const int64_t slots = static_cast<int64_t>(resident) * dev.sm_count;

@@ -373,7 +373,7 @@ TEST(TuningDatabase, ShippedDefaultsLieUnderTheUserDatabase) {
 
 TEST(TuningDatabase, TheShippedFilesParseAndNameValidConfigs) {
   ASSERT_FALSE(tuning_detail::embedded_tuning_files().empty()) << "data/tuning/*.json is embedded";
-  bool h200 = false;
+  bool h200 = false, h100 = false;
   for (const auto& f : tuning_detail::embedded_tuning_files()) {
     const tuning_detail::ParsedFile parsed = tuning_detail::parse_database(f.text);
     ASSERT_EQ(parsed.problem, tuning_detail::FileProblem::none) << f.name << ": " << parsed.why;
@@ -382,13 +382,17 @@ TEST(TuningDatabase, TheShippedFilesParseAndNameValidConfigs) {
     for (const TuneEntry& e : parsed.file.entries) {
       EXPECT_EQ(sanitize_gpu_name(e.key.gpu), f.name);
       const KernelConfig c = KernelConfig::parse(e.config);
-      if (std::string(f.name) == "nvidia_h200" && e.key.sm_count == 132) {
+      // (the H100 SXM has the H200's 132 SMs and shared memory: the same described GPU checks both files)
+      const std::string name = f.name;
+      if ((name == "nvidia_h200" || name == "nvidia_h100_80gb_hbm3") && e.key.sm_count == 132) {
         EXPECT_EQ(config_invalid_reason(c, tuning_detail::problem_of(e.key, e.m), described_h200()), "") << e.config;
       }
     }
     h200 |= std::string(f.name) == "nvidia_h200";
+    h100 |= std::string(f.name) == "nvidia_h100_80gb_hbm3";
   }
   EXPECT_TRUE(h200) << "data/tuning/nvidia_h200.json ships";
+  EXPECT_TRUE(h100) << "data/tuning/nvidia_h100_80gb_hbm3.json ships";
 }
 
 TEST(TuningDatabase, ExportAndImportCarryEntriesBetweenMachines) {
