@@ -167,7 +167,33 @@ def trace_report(path, ghz):
             share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
             print(f"  {name:52s} {quantiles(v)}{share}")
         last_exit_report(run, ghz)
+        sm_pairs_report(run, us)
     return 0
+
+
+def sm_pairs_report(run, us):
+    """SMs that ran two blocks of one launch: the older block's main loop against the younger's. The older is the
+    one that entered first (at equal entries the lower block index, the one the hardware placed first). Decode grids
+    of 8-warp blocks on an H100 (docs/NOTES.md v1.43): the older streamed ~10% faster on 98% of the SMs, so the
+    launch's main loops end with the younger blocks alone on their SMs."""
+    older, younger = [], []
+    for l in run:
+        by_sm = collections.defaultdict(list)
+        for r in l:
+            by_sm[r["sm"]].append(r)
+        for blocks in by_sm.values():
+            if len(blocks) != 2:
+                continue
+            a, b = sorted(blocks, key=lambda r: (r["entry_ns"], r["block_z"], r["block_y"], r["block_x"]))
+            older.append(us(a["cyc_main_loop"] - a["cyc_first_tile"]))
+            younger.append(us(b["cyc_main_loop"] - b["cyc_first_tile"]))
+    if not older:
+        return
+    longer = sum(y > o for o, y in zip(older, younger)) / len(older)
+    for name, values in (("older", older), ("younger", younger)):
+        label = f"SM of two blocks: the {name} one's main loop"
+        print(f"  {label:52s} {quantiles(values)}")
+    print(f"  SM of two blocks: the younger one's main loop is the longer on {100 * longer:.0f}% of {len(older)}")
 
 
 def last_exit_report(run, ghz):

@@ -162,6 +162,31 @@ TEST_F(TimelineScript, TraceModeSaysWhichSplitExitsLastAndWhatItWaitedFor) {
   EXPECT_NE(r.out.find("last exit: its tile's other splits' last exit after  min   0.00"), std::string::npos) << r.out;
 }
 
+// Two blocks of a launch on one SM: the report compares the older block's main loop with the younger's.
+TEST_F(TimelineScript, TraceModeComparesTheOlderAndTheYoungerBlockOfAnSm) {
+  // four launches of three blocks 6 us apart at 2 GHz: blocks 0 and 1 on SM 0 (block 1 enters 0.2 us later; main
+  // loops of 3600 and 4600 cycles: 1.8 and 2.3 us), block 2 alone on SM 1 (left out of the comparison). In the last
+  // launch both SM-0 blocks enter at once and block 0, the lower index, counts as the older.
+  std::string csv =
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks\n";
+  for (int l = 0; l < 4; ++l) {
+    const long long e = 1000000 + 6000LL * l;
+    const long long second = l == 3 ? e : e + 200;
+    csv += fmt::format("80,0,0,0,0,{},{},{},1000,1400,5000,5100,6000,3\n", e, e + 500, e + 3000);
+    csv += fmt::format("80,0,1,0,0,{},{},{},1000,1400,6000,6100,7000,3\n", second, e + 500, second + 3500);
+    csv += fmt::format("80,1,2,0,0,{},{},{},1000,1400,9000,9100,9400,3\n", e + 100, e + 500, e + 4800);
+  }
+  const ToolRun r = run_timeline_script(csv, dir, "--trace");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto line = [](const char* name, const char* values) { return fmt::format("{:52} {}", name, values); };
+  EXPECT_NE(r.out.find(line("SM of two blocks: the older one's main loop", "min   1.80 p10   1.80 med   1.80 p90   "
+                            "1.80 max   1.80")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(line("SM of two blocks: the younger one's main loop", "min   2.30 p10   2.30 med   2.30")),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the younger one's main loop is the longer on 100% of 4"), std::string::npos) << r.out;
+}
+
 TEST_F(TimelineScript, TraceModeSaysSoWhenThereAreNoRecords) {
   const ToolRun r = run_timeline_script(
       "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
