@@ -24,6 +24,11 @@ ToolRun run_timeline_script(const std::string& log_text, const TempDir& dir, con
 
 using TimelineScript = PythonScriptTest;
 
+// The columns of `lutmm bench --trace` (-DLUTMM_TIMELINE=3) before the prologue and Stream-K ones.
+constexpr const char* kTraceHeader =
+      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
+      "cyc_staged,cyc_exit,grid_blocks\n";
+
 TEST_F(TimelineScript, SummarisesTheFirstAndLastBlocksOfEachLaunch) {
   // two launches of one kernel: the first block's marks at 100 ... 4000 cycles, the last block's later;
   // globaltimer entries 2500 ns apart; a benchmark's own lines in between are ignored
@@ -63,9 +68,7 @@ TEST_F(TimelineScript, TraceModeMeasuresTheBoundaryBetweenBackToBackLaunches) {
   // passes its dependency wait 2 us later (4000 cycles at 2 GHz), has its first tile 0.2 us after that, ends
   // its main loop at 8000 cycles and exits at 5 us; block 1 enters and leaves 0.5 us after block 0. Listed out
   // of order (the script sorts by entry); a lone launch far away (a warm-up) is left out of the report.
-  std::string csv =
-      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
-      "cyc_staged,cyc_exit,grid_blocks\n"
+  std::string csv = std::string(kTraceHeader) +
       "80,0,0,0,0,100000,102000,105000,4000,4400,8000,8100,10000,2\n"
       "80,1,1,0,0,100500,102500,105500,4000,4400,8000,8100,10000,2\n";
   for (int l = 3; l >= 0; --l)
@@ -125,9 +128,7 @@ TEST_F(TimelineScript, TraceModeTimesTheSwitchBetweenItemsAndTheLoopEndByEntry) 
 // exit, median over the blocks): the H200's SMs ran decode GEMMs at ~1.8 GHz, not their 1.98 GHz boost clock.
 TEST_F(TimelineScript, TraceModeMeasuresTheSmClockFromTheRecords) {
   // four launches of two blocks, each 9000 cycles over 5 us (1.8 GHz): main loop end at 7200 cycles (4 us)
-  std::string csv =
-      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
-      "cyc_staged,cyc_exit,grid_blocks\n";
+  std::string csv = kTraceHeader;
   for (int l = 0; l < 4; ++l)
     for (int b = 0; b < 2; ++b) {
       const long long e = 1000000 + 6000LL * l + 500 * b;
@@ -146,9 +147,7 @@ TEST_F(TimelineScript, TraceModeMeasuresTheSmClockFromTheRecords) {
 TEST_F(TimelineScript, TraceModeSaysWhichSplitExitsLastAndWhatItWaitedFor) {
   // four launches of one tile in two splits, 6 us apart, at 2 GHz: split 0 exits 4 us after its entry; split 1 enters
   // 0.5 us later, stages its tile 3.5 us after entry (7000 cycles) and exits 1 us after that
-  std::string csv =
-      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
-      "cyc_staged,cyc_exit,grid_blocks\n";
+  std::string csv = kTraceHeader;
   for (int l = 0; l < 4; ++l) {
     const long long e = 1000000 + 6000LL * l;
     csv += fmt::format("80,0,0,0,0,{},{},{},2000,2400,7000,7200,8000,2\n", e, e + 1000, e + 4000);
@@ -167,9 +166,7 @@ TEST_F(TimelineScript, TraceModeComparesTheOlderAndTheYoungerBlockOfAnSm) {
   // four launches of three blocks 6 us apart at 2 GHz: blocks 0 and 1 on SM 0 (block 1 enters 0.2 us later; main
   // loops of 3600 and 4600 cycles: 1.8 and 2.3 us), block 2 alone on SM 1 (left out of the comparison). In the last
   // launch both SM-0 blocks enter at once and block 0, the lower index, counts as the older.
-  std::string csv =
-      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
-      "cyc_staged,cyc_exit,grid_blocks\n";
+  std::string csv = kTraceHeader;
   for (int l = 0; l < 4; ++l) {
     const long long e = 1000000 + 6000LL * l;
     const long long second = l == 3 ? e : e + 200;
@@ -188,10 +185,7 @@ TEST_F(TimelineScript, TraceModeComparesTheOlderAndTheYoungerBlockOfAnSm) {
 }
 
 TEST_F(TimelineScript, TraceModeSaysSoWhenThereAreNoRecords) {
-  const ToolRun r = run_timeline_script(
-      "tag,sm,block_x,block_y,block_z,entry_ns,dependency_ns,exit_ns,cyc_dependency,cyc_first_tile,cyc_main_loop,"
-      "cyc_staged,cyc_exit,grid_blocks\n",
-      dir, "--trace");
+  const ToolRun r = run_timeline_script(kTraceHeader, dir, "--trace");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("-DLUTMM_TIMELINE=3"), std::string::npos) << r.out;
 }
