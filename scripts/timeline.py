@@ -167,6 +167,7 @@ def trace_report(path, ghz):
             share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
             print(f"  {name:52s} {quantiles(v)}{share}")
         last_exit_report(run, ghz)
+        split_phases_report(run, ends, ghz)
         sm_pairs_report(run, us)
     return 0
 
@@ -194,6 +195,26 @@ def sm_pairs_report(run, us):
         label = f"SM of two blocks: the {name} one's main loop"
         print(f"  {label:52s} {quantiles(values)}")
     print(f"  SM of two blocks: the younger one's main loop is the longer on {100 * longer:.0f}% of {len(older)}")
+
+
+def split_phases_report(run, ends, ghz):
+    """Split-K grids: per split (blockIdx.z, dispatched in that order), when its blocks entered, ended their main loop
+    and exited, in us after the previous launch's last exit (medians over its blocks of every launch but the first):
+    whether the split dispatched last is the one the launch waits for (docs/NOTES.md v1.45)."""
+    if not any(r["block_z"] > 0 for r in run[0]):
+        return
+    by_split = collections.defaultdict(lambda: collections.defaultdict(list))
+    for e, l in zip(ends, run[1:]):
+        for r in l:
+            z = by_split[r["block_z"]]
+            z["entry"].append((r["entry_ns"] - e) / 1000)
+            z["loop end"].append((r["entry_ns"] + r["cyc_main_loop"] / ghz - e) / 1000)
+            z["exit"].append((r["exit_ns"] - e) / 1000)
+    med = statistics.median
+    for split, z in sorted(by_split.items()):
+        print(f"  split {split}: after the previous launch's end, us: entry med {med(z['entry']):6.2f} "
+              f"max {max(z['entry']):6.2f}; main loop end med {med(z['loop end']):6.2f} max {max(z['loop end']):6.2f};"
+              f" exit med {med(z['exit']):6.2f} max {max(z['exit']):6.2f}")
 
 
 def last_exit_report(run, ghz):

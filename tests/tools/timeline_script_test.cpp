@@ -159,6 +159,16 @@ TEST_F(TimelineScript, TraceModeSaysWhichSplitExitsLastAndWhatItWaitedFor) {
   EXPECT_NE(r.out.find("last exit: its tile staged to its exit               min   1.00"), std::string::npos) << r.out;
   // split 0 exited at 4 us, split 1 staged at 0.5 + 3.5 = 4 us
   EXPECT_NE(r.out.find("last exit: its tile's other splits' last exit after  min   0.00"), std::string::npos) << r.out;
+  // per split, after the previous launch's last exit (its split 1 at e + 5 us): split 0 enters 1 us later, ends its
+  // main loop 3.5 us after entry and exits at 4; split 1 enters 1.5 us later, ends its loop 3.3 us after entry
+  EXPECT_NE(r.out.find("split 0: after the previous launch's end, us: entry med   1.00 max   1.00; main loop end med   "
+                       "4.50 max   4.50; exit med   5.00"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("split 1: after the previous launch's end, us: entry med   1.50 max   1.50; main loop end med   "
+                       "4.80 max   4.80; exit med   6.00"),
+            std::string::npos)
+      << r.out;
 }
 
 // Two blocks of a launch on one SM: the report compares the older block's main loop with the younger's.
