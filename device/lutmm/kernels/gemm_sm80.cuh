@@ -34,9 +34,6 @@
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
-#ifndef LUTMM_PREFETCH_LATE  // experiments: -DLUTMM_PREFETCH_LATE=n, see the prologue
-#define LUTMM_PREFETCH_LATE 0
-#endif
 // Diagnostics (wrong results by design; through LUTMM_NVRTC_OPTIONS, which is part of the cache key):
 // -DLUTMM_EXPERIMENT_NO_LOADS times the main loop's compute alone (no copies after the prologue's stages),
 // -DLUTMM_EXPERIMENT_NO_COMPUTE its copy skeleton alone (copies, waits and barriers, no dequantization or
@@ -128,28 +125,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if constexpr (K::kStreamK) copy_next = run_start;  // (x of the same units after the dependency wait)
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
     loader.prefetch_w(work.kt_begin + d);
-  // (Experiment, -DLUTMM_PREFETCH_LATE=n.) The blocks dispatched last (split-K: the last split, gridDim.z - 1;
-  // Stream-K: the last quarter of the grid) enter the SMs that the previous launch's last blocks leave, after its
-  // end, and their first k tiles' round trip to DRAM is on the launch's critical path. The blocks dispatched first
-  // (split 0; the first quarter), resident early, move n of those k tiles into L2 for them before the wait.
-  if constexpr (LUTMM_PREFETCH_LATE > 0) {
-    if constexpr (K::kStreamK) {
-      const uint32_t quarter = gridDim.x / 4;
-      if (blockIdx.x < quarter) {
-        scheduler::StreamK late(p, gridDim.x - quarter + blockIdx.x, gridDim.x);
-        scheduler::TileWork late_work;
-        if (late.next_work<K::kTileN, K::kTileM>(p, late_work)) {
-          const pipeline::StageLoader<K> late_loader(p, late_work.n0, late_work.m0, tid);
-          for (int d = 0; d < LUTMM_PREFETCH_LATE && late_work.kt_begin + d < late_work.kt_end; ++d)
-            late_loader.prefetch_w(late_work.kt_begin + d);
-        }
-      }
-    } else if (blockIdx.z == 0 && gridDim.z > 1 && !p.cluster_splits) {
-      int late_begin, late_end;
-      scheduler::split_k_range(p, static_cast<int>(gridDim.z) - 1, late_begin, late_end);
-      for (int d = 0; d < LUTMM_PREFETCH_LATE && late_begin + d < late_end; ++d) loader.prefetch_w(late_begin + d);
-    }
-  }
   timeline.mark_before_wait(0);
   // The table, a part of the weights like W: built here, it overlaps the previous kernel's tail instead of
   // delaying the first k tile (0.94x over 17 decode and small shapes, 1 x 4096 x 4096 6.47 -> 5.94 us,

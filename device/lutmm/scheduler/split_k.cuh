@@ -16,22 +16,6 @@ struct TileWork {
 };
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)  // (TileWork alone is host-visible, for the CPU tests)
-// The k tiles [begin, end) of split `split`.
-LUTMM_DEVICE void split_k_range(const GemmParams& p, int split, int& begin, int& end) {
-  begin = split * p.k_tiles_per_split;
-  end = begin + p.k_tiles_per_split < p.k_tiles ? begin + p.k_tiles_per_split : p.k_tiles;
-#if defined(LUTMM_SPLIT_LATE_LESS) && LUTMM_SPLIT_LATE_LESS > 0
-  // (Experiment, -DLUTMM_SPLIT_LATE_LESS=d.) The last split, dispatched last, takes d k tiles fewer and the first d
-  // splits one more each (where the splits divide the k tiles evenly and d < both the split count and its length).
-  constexpr int d = LUTMM_SPLIT_LATE_LESS;
-  const int n = p.splits, len = p.k_tiles_per_split;
-  if (n > d && len > d && n * len == p.k_tiles) {
-    begin = split < d ? split * (len + 1) : d * (len + 1) + (split - d) * len;
-    end = split == n - 1 ? p.k_tiles : begin + (split < d ? len + 1 : len);
-  }
-#endif
-}
-
 template <int kTileN, int kTileM>
 LUTMM_DEVICE TileWork split_k_work(const GemmParams& p) {
   TileWork w;
@@ -40,7 +24,9 @@ LUTMM_DEVICE TileWork split_k_work(const GemmParams& p) {
   w.tile_id = blockIdx.y * gridDim.x + blockIdx.x;
   w.split = blockIdx.z;
   w.splits = p.splits;
-  split_k_range(p, w.split, w.kt_begin, w.kt_end);
+  w.kt_begin = w.split * p.k_tiles_per_split;
+  const int end = w.kt_begin + p.k_tiles_per_split;
+  w.kt_end = end < p.k_tiles ? end : p.k_tiles;
   return w;
 }
 #endif
