@@ -48,10 +48,6 @@ const std::vector<KernelConfig>& sm80_kernel_shapes() {
       make(64, 8, 256, 3, 4, 1, 1, 2), make(128, 8, 256, 3, 4, 1, 1, 2), make(64, 16, 256, 3, 4, 1, 1, 2),
       make(256, 16, 128, 3, 4, 1, 1, 2), make(64, 32, 128, 4, 4, 1, 1, 2), make(128, 32, 128, 4, 4, 1, 1, 2),
       make(256, 32, 128, 3, 4, 1, 1, 2), make(64, 64, 128, 3, 4, 1, 1, 2), make(128, 64, 128, 3, 4, 1, 1, 2),
-      // (experiment, docs/NOTES.md v1.45: whole-K decode blocks, the k tile split among 4 or 8 warp groups)
-      make(32, 8, 512, 3, 1, 1, 1, 8), make(32, 8, 256, 6, 1, 1, 1, 4), make(64, 8, 512, 3, 2, 1, 1, 8),
-      make(32, 8, 512, 3, 1, 1, 1, 4), make(64, 8, 512, 3, 2, 1, 1, 4), make(32, 8, 512, 4, 1, 1, 1, 4),
-      make(32, 16, 512, 3, 1, 1, 1, 8), make(32, 16, 256, 4, 1, 1, 1, 4),
       // large M: big tiles amortise the dequantization over many MMAs
       // (256 x 128 and 128 x 256 tiles were tried: ptxas spills at 255 registers for some bit widths.)
       make(128, 128, 64, 4, 2, 4), make(128, 128, 64, 3, 4, 2),

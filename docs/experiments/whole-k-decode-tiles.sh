@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# docs/NOTES.md v1.45 (session 42): whole-K decode tiles (32 x 8 x 512, four warps each taking one 128-wide scale group
+# of every k tile, the partial tiles added in the block: no split-K end), against the database's picks in the same
+# call, and a trace of one. Measured on H100s only; the open question is the H200, where the split-K end is a larger
+# share of 8192^2's period. A forced name must be a tile of the list: `git apply docs/experiments/whole-k-decode-tiles.patch`,
+# `scripts/gpu-bundle`, then on the device (carry .gpubin):
+#   bash docs/experiments/whole-k-decode-tiles.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+B=$PWD/${LUTMM_PREBUILT:-.gpubin}
+OUT=${OUT:-out/whole-k-decode-tiles}
+export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LUTMM_CACHE_DIR=${LUTMM_CACHE_DIR:-/tmp/lutmm-whole-k}
+L=$B/lutmm
+mkdir -p "$OUT/r"
+"$L" configs --shape 1,8192,8192 --arch 90 --no-time --only _w1x1x4_ 2>/dev/null | grep -q sm80_n32_m8_k512_s3_w1x1x4 ||
+  { echo "whole-k-decode-tiles: $L lacks the tiles: git apply docs/experiments/whole-k-decode-tiles.patch, then scripts/gpu-bundle" >&2; exit 2; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+shapes=$OUT/r/decode.txt
+printf '1 8192 8192\n2 8192 8192\n4 8192 8192\n8 8192 8192\n1 8192 28672\n8 8192 28672\n' > "$shapes"
+# One line per shape of a `lutmm bench` CSV, its columns read by name (a wrong result's status holds a comma).
+show() {
+  python3 - "$@" <<'PY'
+import csv, sys
+tag, path = sys.argv[1], sys.argv[2]
+for r in csv.DictReader(open(path)):
+    print(f"{tag:<46} {r['m']:>3} x {r['n']:>5} x {r['k']:>5}  {r['lutmm_us']:>8} us  {r['pct_floor']:>6}%  {r['config']} {r['launch']}")
+PY
+}
+cfgs=(sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem256 sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem)
+for c in "${cfgs[@]}"; do "$L" verify --shape 5,8192,8192 --shape 3,8192,28672 --shape 13,4096,1024 --config $c 2>&1 | tail -n 1; done
+for pass in 1 2; do
+  for c in db "${cfgs[@]}"; do
+    a=(); [ "$c" = db ] || a=(--config "$c")
+    csv=$OUT/r/${pass}_$c.csv
+    "$L" bench --shapes "$shapes" --quiet --replays 20 "${a[@]}" --csv "$csv" >/dev/null 2>>"$OUT/r/err_$c.txt" ||
+      echo "FAIL $c: $(tail -n 1 "$OUT/r/err_$c.txt")"
+    [ -f "$csv" ] && show "$pass $c" "$csv"
+  done
+done
+# Where the period goes with a whole-K tile (the split-K pick's end: docs/NOTES.md v1.45 run 1)
+printf '1 8192 8192\n' > "$OUT/r/one.txt"
+for c in db "${cfgs[0]}"; do
+  a=(); [ "$c" = db ] || a=(--config "$c")
+  LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3 "$L" bench --shapes "$OUT/r/one.txt" --replays 3 --quiet "${a[@]}" \
+    --trace "$OUT/r/trace_$c.csv" >/dev/null 2>&1
+  echo "== trace, $c"
+  python3 scripts/timeline.py --trace "$OUT/r/trace_$c.csv" 2>&1 | grep -E "period|next launch|launch:|  main loop  "
+done
+tar czf "$OUT/all.tgz" -C "$OUT" r
