@@ -5,26 +5,10 @@
 #   bash docs/experiments/m16-more-warps.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-B=$PWD/${LUTMM_PREBUILT:-.gpubin}
-OUT=${OUT:-out/m16-more-warps}
-export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export LUTMM_CACHE_DIR=${LUTMM_CACHE_DIR:-/tmp/lutmm-m16}
-L=$B/lutmm
-mkdir -p "$OUT/r"
-"$L" configs --shape 16,8192,8192 --arch 90 --no-time --only _w8x1_ 2>/dev/null | grep -q sm80_n256_m16_k128_s3_w8x1 ||
-  { echo "m16-more-warps: $L lacks the tiles: git apply docs/experiments/m16-more-warps.patch, then scripts/gpu-bundle" >&2; exit 2; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+source docs/experiments/recipe.sh
+recipe_setup m16-more-warps m16-more-warps.patch 16,8192,8192 sm80_n256_m16_k128_s3_w8x1
 shapes=$OUT/r/m16.txt
 printf '16 8192 28672\n16 28672 8192\n16 8192 8192\n' > "$shapes"
-# One line per shape of a `lutmm bench` CSV, its columns read by name (a wrong result's status holds a comma).
-show() {
-  python3 - "$@" <<'PY'
-import csv, sys
-tag, path = sys.argv[1], sys.argv[2]
-for r in csv.DictReader(open(path)):
-    print(f"{tag:<56} {r['m']:>3} x {r['n']:>5} x {r['k']:>5}  {r['lutmm_us']:>8} us  {r['pct_floor']:>6}%  {r['config']}")
-PY
-}
 for c in sm80_n256_m16_k128_s3_w8x1_sk8_lutsmem256 sm80_n256_m16_k128_s2_w4x1_sk8_lutsmem_occ3 sm80_n384_m16_k128_s2_w6x1_sk8_lutsmem256; do
   "$L" verify --shape 16,8192,8192 --shape 13,4096,1024 --config $c 2>&1 | tail -n 4
 done

@@ -8,26 +8,10 @@
 #   bash docs/experiments/whole-k-decode-tiles.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-B=$PWD/${LUTMM_PREBUILT:-.gpubin}
-OUT=${OUT:-out/whole-k-decode-tiles}
-export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export LUTMM_CACHE_DIR=${LUTMM_CACHE_DIR:-/tmp/lutmm-whole-k}
-L=$B/lutmm
-mkdir -p "$OUT/r"
-"$L" configs --shape 1,8192,8192 --arch 90 --no-time --only _w1x1x4_ 2>/dev/null | grep -q sm80_n32_m8_k512_s3_w1x1x4 ||
-  { echo "whole-k-decode-tiles: $L lacks the tiles: git apply docs/experiments/whole-k-decode-tiles.patch, then scripts/gpu-bundle" >&2; exit 2; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+source docs/experiments/recipe.sh
+recipe_setup whole-k-decode-tiles whole-k-decode-tiles.patch 1,8192,8192 sm80_n32_m8_k512_s3_w1x1x4
 shapes=$OUT/r/decode.txt
 printf '1 8192 8192\n2 8192 8192\n4 8192 8192\n8 8192 8192\n1 8192 28672\n8 8192 28672\n' > "$shapes"
-# One line per shape of a `lutmm bench` CSV, its columns read by name (a wrong result's status holds a comma).
-show() {
-  python3 - "$@" <<'PY'
-import csv, sys
-tag, path = sys.argv[1], sys.argv[2]
-for r in csv.DictReader(open(path)):
-    print(f"{tag:<46} {r['m']:>3} x {r['n']:>5} x {r['k']:>5}  {r['lutmm_us']:>8} us  {r['pct_floor']:>6}%  {r['config']} {r['launch']}")
-PY
-}
 cfgs=(sm80_n32_m8_k512_s3_w2x1x4_sk1_lutsmem256 sm80_n32_m8_k512_s3_w2x1x4_sk1_lutsmem sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem256
   sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem)
 for c in "${cfgs[@]}"; do "$L" verify --shape 5,8192,8192 --shape 3,8192,28672 --shape 13,4096,1024 --config $c 2>&1 | tail -n 1; done

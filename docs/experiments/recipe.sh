@@ -1,0 +1,29 @@
+# Sourced by the one-call experiment scripts of this folder (after they cd to the repository root).
+#
+# recipe_setup NAME PATCH SHAPE CONFIG: the environment of the carried binaries ($LUTMM_PREBUILT, default .gpubin: B,
+# L = its lutmm, LD_LIBRARY_PATH, LUTMM_CACHE_DIR), OUT (default out/NAME) with $OUT/r; exits 2 unless `lutmm configs
+# --shape SHAPE` lists CONFIG (a forced name must be a tile of the list, which PATCH adds); prints the GPU.
+recipe_setup() {
+  local name=$1 patch=$2 shape=$3 config=$4
+  B=$PWD/${LUTMM_PREBUILT:-.gpubin}
+  OUT=${OUT:-out/$name}
+  export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  export LUTMM_CACHE_DIR=${LUTMM_CACHE_DIR:-/tmp/lutmm-$name}
+  L=$B/lutmm
+  mkdir -p "$OUT/r"
+  "$L" configs --shape "$shape" --arch 90 --no-time 2>/dev/null | grep -q "$config" ||
+    { echo "$name: $L lacks the tiles: git apply docs/experiments/$patch, then scripts/gpu-bundle" >&2; exit 2; }
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+}
+
+# show TAG CSV: one line per shape of a `lutmm bench` CSV, its columns read by name (a wrong result's status holds a
+# comma).
+show() {
+  python3 - "$@" <<'PY'
+import csv, sys
+tag, path = sys.argv[1], sys.argv[2]
+for r in csv.DictReader(open(path)):
+    print(f"{tag:<56} {r['m']:>3} x {r['n']:>5} x {r['k']:>5}  {r['lutmm_us']:>8} us  {r['pct_floor']:>6}%  "
+          f"{r['config']} {r['launch']}")
+PY
+}
