@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # docs/NOTES.md v1.45 (session 42): whole-K decode tiles (32 x 8 x 512, four warps each taking one 128-wide scale group
-# of every k tile (w1x1x4; w2x1x4: two such sets of four, a strip each, 16 warps an SM), the partial tiles added in
+# of every k tile (w1x1x4; w2x1x4: two such sets of four, a strip each, 16 warps an SM; 32 x 8 x 1024 w1x1x8: eight
+# warps, 16 KB of W a k tile in two stages), the partial tiles added in
 # the block: no split-K end), against the database's picks in the same
 # call, and a trace of one. Measured on H100s only; the open question is the H200, where the split-K end is a larger
 # share of 8192^2's period. A forced name must be a tile of the list: `git apply docs/experiments/whole-k-decode-tiles.patch`,
@@ -12,7 +13,7 @@ source docs/experiments/recipe.sh
 recipe_setup whole-k-decode-tiles whole-k-decode-tiles.patch 1,8192,8192 sm80_n32_m8_k512_s3_w1x1x4
 shapes=$OUT/r/decode.txt
 printf '1 8192 8192\n2 8192 8192\n4 8192 8192\n8 8192 8192\n1 8192 28672\n8 8192 28672\n' > "$shapes"
-cfgs=(sm80_n32_m8_k512_s3_w2x1x4_sk1_lutsmem256 sm80_n32_m8_k512_s3_w2x1x4_sk1_lutsmem sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem256
+cfgs=(sm80_n32_m8_k1024_s2_w1x1x8_sk1_lutsmem sm80_n32_m8_k512_s3_w2x1x4_sk1_lutsmem256 sm80_n32_m8_k512_s3_w2x1x4_sk1_lutsmem sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem256
   sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem)
 for c in "${cfgs[@]}"; do "$L" verify --shape 5,8192,8192 --shape 3,8192,28672 --shape 13,4096,1024 --config $c 2>&1 | tail -n 1; done
 for pass in 1 2; do
