@@ -11,7 +11,8 @@ recipe_setup() {
   export LUTMM_CACHE_DIR=${LUTMM_CACHE_DIR:-/tmp/lutmm-$name}
   L=$B/lutmm
   mkdir -p "$OUT/r"
-  "$L" configs --shape "$shape" --arch 90 --no-time 2>/dev/null | grep -q "$config" ||
+  # (grep reads the whole list: with -q it would stop early, and pipefail would see lutmm's SIGPIPE as a failure)
+  "$L" configs --shape "$shape" --arch 90 --no-time 2>/dev/null | grep "$config" >/dev/null ||
     { echo "$name: $L lacks the tiles: git apply docs/experiments/$patch, then scripts/gpu-bundle" >&2; exit 2; }
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 }
