@@ -67,6 +67,11 @@ def measured_ghz(lives):
     return ghz
 
 
+def mark_ns(r, mark, ghz):
+    """A block's mark (a cycle count from its entry, e.g. "cyc_main_loop") as globaltimer ns (cycles / GHz = ns)."""
+    return r["entry_ns"] + r[mark] / ghz
+
+
 def trace_report(path, ghz):
     """Every block of every launch (-DLUTMM_TIMELINE=3, `lutmm bench --trace`)."""
     recs = []
@@ -124,7 +129,7 @@ def trace_report(path, ghz):
                 phases["exit before the launch's last"].append((e - r["exit_ns"]) / 1000)
             w = [r["dependency_ns"] for r in l if r["dependency_ns"] > 0]
             if w:
-                loop_end = max(r["entry_ns"] + r["cyc_main_loop"] / ghz for r in l)  # (ns: cycles / GHz)
+                loop_end = max(mark_ns(r, "cyc_main_loop", ghz) for r in l)
                 phases["launch: last dependency met to last main loop end"].append((loop_end - max(w)) / 1000)
                 phases["launch: last main loop end to last exit"].append((e - loop_end) / 1000)
         # the blocks that entered only after the previous launch had ended: their prologue is on the critical path
@@ -161,13 +166,14 @@ def trace_report(path, ghz):
                 entered = (r["entry_ns"] - e) / 1000
                 group = "entered >= 2 us before" if entered <= -2 else "entered later"
                 by_entry[f"loop end after prev end, {group}"].append(
-                    (r["entry_ns"] + r["cyc_main_loop"] / ghz - e) / 1000)
+                    (mark_ns(r, "cyc_main_loop", ghz) - e) / 1000)
         blocks = sum(len(l) for l in run[1:])
         for name, v in list(phases.items()) + list(late.items()) + list(switch.items()) + list(by_entry.items()):
             share = f" ({len(v)} of {blocks} blocks)" if name.startswith("late") and "entry after" in name else ""
             print(f"  {name:52s} {quantiles(v)}{share}")
-        last_exit_report(run, ghz)
-        split_phases_report(run, ends, ghz)
+        if any(r["block_z"] > 0 for r in first):  # a split-K grid: blockIdx.z is the split
+            last_exit_report(run, ghz)
+            split_phases_report(run, ends, ghz)
         sm_pairs_report(run, us)
     return 0
 
@@ -201,14 +207,12 @@ def split_phases_report(run, ends, ghz):
     """Split-K grids: per split (blockIdx.z, dispatched in that order), when its blocks entered, ended their main loop
     and exited, in us after the previous launch's last exit (medians over its blocks of every launch but the first):
     whether the split dispatched last is the one the launch waits for (docs/NOTES.md v1.45)."""
-    if not any(r["block_z"] > 0 for r in run[0]):
-        return
     by_split = collections.defaultdict(lambda: collections.defaultdict(list))
     for e, l in zip(ends, run[1:]):
         for r in l:
             z = by_split[r["block_z"]]
             z["entry"].append((r["entry_ns"] - e) / 1000)
-            z["loop end"].append((r["entry_ns"] + r["cyc_main_loop"] / ghz - e) / 1000)
+            z["loop end"].append((mark_ns(r, "cyc_main_loop", ghz) - e) / 1000)
             z["exit"].append((r["exit_ns"] - e) / 1000)
     med = statistics.median
     for split, z in sorted(by_split.items()):
@@ -220,13 +224,11 @@ def split_phases_report(run, ends, ghz):
 def last_exit_report(run, ghz):
     """Split-K grids (blockIdx.z the split): which split's block exits last, and how long after its tile was staged,
     against the exits of the same tile's other splits (whose partial values it waits for, if it sums)."""
-    if not any(r["block_z"] > 0 for r in run[0]):
-        return
     splits, staged_to_exit, others_to_staged = collections.Counter(), [], []
     for l in run:
         last = max(l, key=lambda r: r["exit_ns"])
         splits[last["block_z"]] += 1
-        staged = last["entry_ns"] + last["cyc_staged"] / ghz
+        staged = mark_ns(last, "cyc_staged", ghz)
         staged_to_exit.append((last["exit_ns"] - staged) / 1000)
         mates = [r["exit_ns"] for r in l if (r["block_x"], r["block_y"]) == (last["block_x"], last["block_y"])
                  and r is not last]

@@ -160,7 +160,8 @@ TEST_F(TimelineScript, TraceModeSaysWhichSplitExitsLastAndWhatItWaitedFor) {
   // split 0 exited at 4 us, split 1 staged at 0.5 + 3.5 = 4 us
   EXPECT_NE(r.out.find("last exit: its tile's other splits' last exit after  min   0.00"), std::string::npos) << r.out;
   // per split, after the previous launch's last exit (its split 1 at e + 5 us): split 0 enters 1 us later, ends its
-  // main loop 3.5 us after entry and exits at 4; split 1 enters 1.5 us later, ends its loop 3.3 us after entry
+  // main loop 3.5 us and exits 4 us after its entry; split 1 enters 1.5 us later, ends its loop 3.3 us and exits
+  // 4.5 us after its entry
   EXPECT_NE(r.out.find("split 0: after the previous launch's end, us: entry med   1.00 max   1.00; main loop end med   "
                        "4.50 max   4.50; exit med   5.00"),
             std::string::npos)
