@@ -19,13 +19,7 @@ cfgs=(db sm80_n256_m16_k128_s3_w8x1_sk8_lutsmem256 sm80_n256_m16_k128_s3_w8x1_sk
   sm80_n384_m16_k128_s2_w6x1_sk8_lutsmem256 sm80_n384_m16_k128_s2_w6x1_sk4_lutsmem256)
 # passes 1 and 2: whole GEMMs; nl: compute only (-DLUTMM_EXPERIMENT_NO_LOADS=1, wrong results by design)
 for pass in 1 2 nl; do
-  for c in "${cfgs[@]}"; do
-    a=(); [ "$c" = db ] || a=(--config "$c")
-    opts=; [ "$pass" = nl ] && opts=-DLUTMM_EXPERIMENT_NO_LOADS=1
-    csv=$OUT/r/${pass}_$c.csv
-    LUTMM_NVRTC_OPTIONS=$opts "$L" bench --shapes "$shapes" --quiet --replays 15 "${a[@]}" --csv "$csv" >/dev/null \
-      2>>"$OUT/r/err_$c.txt" || [ "$pass" = nl ] || echo "FAIL $c: $(tail -n 1 "$OUT/r/err_$c.txt")"
-    [ -f "$csv" ] && show "$pass $c" "$csv"
-  done
+  opts=; [ "$pass" = nl ] && opts=-DLUTMM_EXPERIMENT_NO_LOADS=1
+  for c in "${cfgs[@]}"; do recipe_bench $pass "$shapes" $c 15 $opts; done
 done
 tar czf "$OUT/all.tgz" -C "$OUT" r

@@ -28,3 +28,15 @@ for r in csv.DictReader(open(path)):
           f"{r['config']} {r['launch']}")
 PY
 }
+
+# recipe_bench TAG SHAPES CONFIG REPLAYS [NVRTC_OPTIONS]: `lutmm bench` of the SHAPES file with CONFIG forced (db: the
+# database's picks) into $OUT/r/TAG_CONFIG.csv, then its lines (show). A failed run prints its last error line, except
+# with NVRTC_OPTIONS (the diagnostic builds, e.g. -DLUTMM_EXPERIMENT_NO_LOADS=1, are wrong by design).
+recipe_bench() {
+  local tag=$1 shapes=$2 config=$3 replays=$4 options=${5:-}
+  local args=() csv=$OUT/r/${1}_$3.csv err=$OUT/r/err_$3.txt
+  [ "$config" = db ] || args=(--config "$config")
+  LUTMM_NVRTC_OPTIONS=$options "$L" bench --shapes "$shapes" --quiet --replays "$replays" "${args[@]}" --csv "$csv" \
+    >/dev/null 2>>"$err" || [ -n "$options" ] || echo "FAIL $config: $(tail -n 1 "$err")"
+  [ -f "$csv" ] && show "$tag $config" "$csv"
+}
