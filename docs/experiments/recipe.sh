@@ -40,3 +40,16 @@ recipe_bench() {
     >/dev/null 2>>"$err" || [ -n "$options" ] || echo "FAIL $config: $(tail -n 1 "$err")"
   [ -f "$csv" ] && show "$tag $config" "$csv"
 }
+
+# recipe_trace CONFIG: one traced `lutmm bench` of 1 x 8192^2 with CONFIG forced (db: the database's pick;
+# -DLUTMM_TIMELINE=3, three replays) into $OUT/r/trace_CONFIG.csv, then the lines of `scripts/timeline.py --trace`
+# that say where the launch's period goes.
+recipe_trace() {
+  local config=$1 args=() csv=$OUT/r/trace_$1.csv
+  [ "$config" = db ] || args=(--config "$config")
+  printf '1 8192 8192\n' > "$OUT/r/one.txt"
+  LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3 "$L" bench --shapes "$OUT/r/one.txt" --replays 3 --quiet "${args[@]}" \
+    --trace "$csv" >/dev/null 2>&1
+  echo "== trace, $config"
+  python3 scripts/timeline.py --trace "$csv" 2>&1 | grep -E "period|next launch|launch:|  main loop  "
+}

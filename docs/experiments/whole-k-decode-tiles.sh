@@ -18,13 +18,6 @@ for c in "${cfgs[@]}"; do "$L" verify --shape 5,8192,8192 --shape 3,8192,28672 -
 for pass in 1 2; do
   for c in db "${cfgs[@]}"; do recipe_bench $pass "$shapes" $c 20; done
 done
-# Where the period goes with a whole-K tile (the split-K pick's end: docs/NOTES.md v1.45 run 1)
-printf '1 8192 8192\n' > "$OUT/r/one.txt"
-for c in db "${cfgs[0]}"; do
-  a=(); [ "$c" = db ] || a=(--config "$c")
-  LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3 "$L" bench --shapes "$OUT/r/one.txt" --replays 3 --quiet "${a[@]}" \
-    --trace "$OUT/r/trace_$c.csv" >/dev/null 2>&1
-  echo "== trace, $c"
-  python3 scripts/timeline.py --trace "$OUT/r/trace_$c.csv" 2>&1 | grep -E "period|next launch|launch:|  main loop  "
-done
+# Where the period goes with a whole-K tile against the split-K pick (docs/NOTES.md v1.45 run 1)
+for c in db "${cfgs[0]}"; do recipe_trace "$c"; done
 tar czf "$OUT/all.tgz" -C "$OUT" r

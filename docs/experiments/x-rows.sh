@@ -2,8 +2,9 @@
 # docs/NOTES.md v1.46 (session 43): whole-K decode tiles (32 x 8 x 512, w1x1x4, sk1) whose stages hold x for one row
 # instead of the tile's eight (x-rows.patch: LUTMM_X_ROWS=1, M = 1 only), so that five or six stages of 8 KB of W fit
 # two blocks an SM (v1.45: three stages keep half the pick's bytes in flight and its loop is ~20% slower). Against the
-# database's picks of the unpatched binary (.gpubin/lutmm) in the same call. Build the patched lutmm into
-# .gpubin/xr (with libfmt), then on the device (carry .gpubin):
+# database's picks of the unpatched binary (.gpubin/lutmm) in the same call. The patch carries the whole-K tiles too
+# (apply it alone, in a worktree of main); build its lutmm (`cmake --build BUILD --target lutmm`) and copy it with
+# .gpubin's libfmt into .gpubin/xr, then on the device (carry .gpubin):
 #   bash docs/experiments/x-rows.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -21,11 +22,5 @@ for pass in 1 2; do
   L=$BASE LUTMM_CACHE_DIR=/tmp/lutmm-x-rows-base recipe_bench base$pass "$shapes" db 20
   for c in db "${cfgs[@]}"; do L=$XR recipe_bench xr$pass "$shapes" $c 20; done
 done
-printf '1 8192 8192\n' > "$OUT/r/one.txt"
-for c in "${cfgs[0]}"; do
-  LUTMM_NVRTC_OPTIONS=-DLUTMM_TIMELINE=3 "$XR" bench --shapes "$OUT/r/one.txt" --replays 3 --quiet --config "$c" \
-    --trace "$OUT/r/trace_$c.csv" >/dev/null 2>&1
-  echo "== trace, $c"
-  python3 scripts/timeline.py --trace "$OUT/r/trace_$c.csv" 2>&1 | grep -E "period|next launch|launch:|  main loop  "
-done
+L=$XR recipe_trace "${cfgs[0]}"
 tar czf "$OUT/all.tgz" -C "$OUT" r
