@@ -31,6 +31,9 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
+#ifndef LUTMM_PREWAIT_SLICES  // experiments: -DLUTMM_PREWAIT_SLICES=n (below, kPrewaitSlices)
+#define LUTMM_PREWAIT_SLICES 0
+#endif
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
@@ -53,6 +56,12 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // enough in flight themselves (2 or 6 tiles ahead: no gain or slower; docs/NOTES.md, v1.5).
   constexpr int kL2Ahead = LUTMM_L2_AHEAD >= 0 ? LUTMM_L2_AHEAD : (K::kWInRegisters ? 4 : 0);
   constexpr int kGroup = K::kGroup;  // 0: one scale per row
+  // Slices of the first k tile a warp dequantizes before the dependency wait, into registers: a dependent
+  // launch's blocks are resident a few us before the previous kernel releases them, with W's first stages and
+  // the table in shared memory but the SM's pipes idle, and the loop after the wait is bound by the SM's issue
+  // (docs/NOTES.md, v1.43 and v1.47). Costs kPrewaitSlices x kFragsN x 4 registers through the first k tile.
+  constexpr int kPrewaitSlices =
+      K::kWInRegisters ? 0 : (LUTMM_PREWAIT_SLICES < K::kGroupSlices ? LUTMM_PREWAIT_SLICES : K::kGroupSlices);
 
   static_assert(!K::kStreamK || K::kTileM * K::kEpilogueLd * 4 <= K::kStageBytes,
                 "Stream-K stages the epilogue tile in one stage");
@@ -121,6 +130,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     } else {
       if (s < num_kt) loader.load_weights(smem, s, work.kt_begin + s);
     }
+    if constexpr (kPrewaitSlices > 0) ptx::cp_async_commit();  // (stage 0's W alone is waited for below)
   }
   if constexpr (K::kStreamK) copy_next = run_start;  // (x of the same units after the dependency wait)
   for (int d = K::kWInRegisters ? 0 : K::kStages - 1; d < K::kStages - 1 + kL2Ahead && d < num_kt; ++d)
@@ -130,6 +140,32 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // delaying the first k tile (0.94x over 17 decode and small shapes, 1 x 4096 x 4096 6.47 -> 5.94 us,
   // 2 x 320 x 1280 2.65 -> 2.41; docs/NOTES.md v1.16). The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, table_entry, tid, K::kThreads);
+  // kPrewaitSlices > 0: this warp's first slices of the first k tile, dequantized (unscaled) from stage 0.
+  uint32_t a_pre[kPrewaitSlices > 0 ? kPrewaitSlices : 1][K::kFragsN][4];
+  if constexpr (kPrewaitSlices > 0) {
+    ptx::cp_async_wait<K::kStages - 2>();  // stage 0's W (a commit a stage above)
+    __syncthreads();                       // ... and the table, from every thread
+    const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, 0));
+    if (num_kt > 0) {
+#pragma unroll
+      for (int wk = 0; wk < K::kWarpsK; ++wk) {
+        if (K::kWarpsK > 1 && wk != warp_k) continue;
+        uint32_t words[K::kFragsN][K::kBits];
+#pragma unroll
+        for (int j = 0; j < kPrewaitSlices; ++j) {
+          const int t = wk * K::kGroupSlices + j, atom = t / 4, s = t % 4;
+#pragma unroll
+          for (int fn = 0; fn < K::kFragsN; ++fn) {
+            const int strip = warp_n * K::kFragsN + fn;
+            if (s == 0)
+              lut::load_lane_words<K::kBits>(
+                  ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits, words[fn]);
+            dequantizer.slice(words[fn], s, a_pre[j][fn]);
+          }
+        }
+      }
+    }
+  }
   timeline.mark_before_wait(1);
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
@@ -236,6 +272,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
   };
 
+  [[maybe_unused]] bool first_item = true;  // (a_pre holds the first item's first k tile)
   for (;;) {  // (one item, unless Stream-K)
   float acc[K::kFragsN][K::kFragsM][4];
 #pragma unroll
@@ -245,7 +282,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[fn][fm][i] = 0.f;
 
-  for (int it = 0; it < num_kt; ++it) {
+  // k tile `it` of the item; kFirst (the first item's first tile, with kPrewaitSlices > 0): a warp's first
+  // kPrewaitSlices slices come from a_pre.
+  auto k_tile = [&](int it, const bool kFirst) {  // (called with a constant kFirst, inlined: it folds)
     ptx::cp_async_wait<K::kStages - 2>();
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
     if (it == 0) timeline.mark(2);
@@ -286,7 +325,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     uint32_t scale_pairs[kScalesLdsm ? K::kFragsN : 1];  // (kScalesLdsm) this group row's (row g, row g + 8) a strip
     uint32_t scale_lo[K::kFragsN], scale_hi[K::kFragsN];  // packed pairs (kScaleInAcc: raw 16-bit)
 #ifdef LUTMM_EXPERIMENT_NO_COMPUTE
-    if (p.k > 0) continue;  // (always true; a plain `continue` would make the code below unreachable to the compiler)
+    if (p.k > 0) return;  // (always true; a plain `return` would make the code below unreachable to the compiler)
 #endif
 #pragma unroll
     for (int wk = 0; wk < K::kWarpsK; ++wk) {
@@ -310,9 +349,16 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
         for (int fn = 0; fn < K::kFragsN; ++fn) {
           const int strip = warp_n * K::kFragsN + fn;
-          if (s == 0) load_strip_words(ws, fn, strip, atom, words[fn]);  // a new atom
+          const bool pre = kFirst && j < kPrewaitSlices;  // (known at compile time)
+          if (!pre && (s == 0 || (kFirst && j == kPrewaitSlices)))  // a new atom (or the first not in a_pre)
+            load_strip_words(ws, fn, strip, atom, words[fn]);
           uint32_t a[4];
-          dequantizer.slice(words[fn], s, a);
+          if (pre) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[i] = a_pre[j < kPrewaitSlices ? j : 0][fn][i];
+          } else {
+            dequantizer.slice(words[fn], s, a);
+          }
           if constexpr (kScaleInAcc) {
             if (group_start) {
 #pragma unroll
@@ -367,7 +413,16 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
           for (int w = 0; w < K::kBits; ++w) w_cur[fn][a][w] = w_next[fn][a][w];
     }
+  };
+  int it0 = 0;
+  if constexpr (kPrewaitSlices > 0) {
+    if (first_item && num_kt > 0) {
+      k_tile(0, true);
+      it0 = 1;
+    }
+    first_item = false;
   }
+  for (int it = it0; it < num_kt; ++it) k_tile(it, false);
   // The next kernel of the stream may start launching now, into the SMs this grid's blocks leave (a second
   // launch_dependents after an early one does nothing). Letting it launch at the start on every grid packed
   // its waiting blocks onto whichever SMs had room and made mid-sized GEMMs up to 2x slower (docs/NOTES.md,
