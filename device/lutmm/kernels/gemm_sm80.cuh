@@ -31,8 +31,8 @@
 #include "lutmm/scheduler/split_k.cuh"
 #include "lutmm/scheduler/stream_k.cuh"
 
-#ifndef LUTMM_PREWAIT_SLICES  // experiments: -DLUTMM_PREWAIT_SLICES=n (below, kPrewaitSlices)
-#define LUTMM_PREWAIT_SLICES 0
+#ifndef LUTMM_PREWAIT_SLICES  // experiments: -DLUTMM_PREWAIT_SLICES=n overrides the rule (below, kPrewaitSlices)
+#define LUTMM_PREWAIT_SLICES (-1)
 #endif
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
@@ -60,8 +60,16 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // launch's blocks are resident a few us before the previous kernel releases them, with W's first stages and
   // the table in shared memory but the SM's pipes idle, and the loop after the wait is bound by the SM's issue
   // (docs/NOTES.md, v1.43 and v1.47). Costs kPrewaitSlices x kFragsN x 4 registers through the first k tile.
+  // Where it measured faster (v1.47, H200: 1 x 8192^2 0.97x, 1-2 x 8192 x 28672 0.985-0.99x): one x block a
+  // warp, a warp's run of a k tile at most two atoms, no Stream-K, at most 64 such registers. Slower elsewhere
+  // (16-slice runs and M = 16 1.01-1.02x, Stream-K up to 1.27x). Only where launches overlap (sm_90+): before,
+  // it would only hold x's copies back behind W's first stage. -DLUTMM_PREWAIT_SLICES=P forces P (0: off).
+  constexpr int kPrewaitRule = ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 && !K::kStreamK
+                                   ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8)
+                                   : 0;
+  constexpr int kPrewaitWanted = LUTMM_PREWAIT_SLICES >= 0 ? LUTMM_PREWAIT_SLICES : kPrewaitRule;
   constexpr int kPrewaitSlices =
-      K::kWInRegisters ? 0 : (LUTMM_PREWAIT_SLICES < K::kGroupSlices ? LUTMM_PREWAIT_SLICES : K::kGroupSlices);
+      K::kWInRegisters ? 0 : (kPrewaitWanted < K::kGroupSlices ? kPrewaitWanted : K::kGroupSlices);
 
   static_assert(!K::kStreamK || K::kTileM * K::kEpilogueLd * 4 <= K::kStageBytes,
                 "Stream-K stages the epilogue tile in one stage");

@@ -83,6 +83,12 @@ LUTMM_DEVICE void ldg_stream(uint32_t (&r)[3], const uint32_t* p) {
 // grid_dependency_wait: a prefetch reads nothing into the program, and L2 stays coherent with later writes.
 LUTMM_DEVICE void prefetch_l2_line(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
+// Whether this architecture overlaps a kernel with the stream's previous one (programmatic dependent launch).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+inline constexpr bool kDependentLaunch = true;
+#else
+inline constexpr bool kDependentLaunch = false;
+#endif
 // Programmatic dependent launch (sm_90+; nothing on older GPUs, where kernels never overlap):
 // wait until the stream's previous kernel has finished and its writes are visible ...
 LUTMM_DEVICE void grid_dependency_wait() {
