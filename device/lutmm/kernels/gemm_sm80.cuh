@@ -101,9 +101,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 
   // Launched as a programmatic dependent (sm_90+, runtime/gemm.cpp), this block may run while the stream's
   // previous kernel drains. Until grid_dependency_wait it touches nothing that kernel may write: it copies the
-  // W and scales of its first stages and builds the table (weights are taken to be unchanged by it: a GEMM
-  // right after a kernel that writes them is launched without the overlap, GemmOptions::weights_just_written)
-  // and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch already
+  // W and scales of its first stages, builds the table and (kPrewaitSlices) dequantizes its first slices
+  // (weights are taken to be unchanged by it: a GEMM right after a kernel that writes them is launched without
+  // the overlap, GemmOptions::weights_just_written) and, where the grid fills the GPU or leaves most of it idle, lets the stream's next kernel launch already
   // (p.dependents_early; otherwise after the main loop, below). Copying the first stages here instead of
   // prefetching them into L2 took 0.1-0.5 us off small and decode GEMMs (docs/NOTES.md, v1.12). (Under
   // Stream-K: the first item's.)
