@@ -61,15 +61,16 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // the table in shared memory but the SM's pipes idle, and the loop after the wait is bound by the SM's issue
   // (docs/NOTES.md, v1.43 and v1.47). Costs kPrewaitSlices x kFragsN x 4 registers through the first k tile.
   // Where it measured faster (v1.47, H200: 1 x 8192^2 0.97x, 1-2 x 8192 x 28672 0.985-0.99x): one x block a
-  // warp, a warp's run of a k tile at most two atoms, no Stream-K, at most 64 such registers. Slower elsewhere
-  // (16-slice runs and M = 16 1.01-1.02x, Stream-K up to 1.27x). Only where launches overlap (sm_90+): before,
-  // it would only hold x's copies back behind W's first stage. -DLUTMM_PREWAIT_SLICES=P forces P (0: off).
-  constexpr int kPrewaitRule = ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 && !K::kStreamK
-                                   ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8)
-                                   : 0;
+  // warp, a warp's run of a k tile at most two atoms, at most 64 such registers. Slower elsewhere (16-slice runs
+  // and M = 16 1.01-1.02x; Stream-K, whose runs start mid-tile, up to 1.27x: never there). Only where launches
+  // overlap (sm_90+): before, it would only hold x's copies back behind W's first stage.
+  // -DLUTMM_PREWAIT_SLICES=P forces P (0: off).
+  constexpr int kPrewaitRule =
+      ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8) : 0;
   constexpr int kPrewaitWanted = LUTMM_PREWAIT_SLICES >= 0 ? LUTMM_PREWAIT_SLICES : kPrewaitRule;
-  constexpr int kPrewaitSlices =
-      K::kWInRegisters ? 0 : (kPrewaitWanted < K::kGroupSlices ? kPrewaitWanted : K::kGroupSlices);
+  constexpr int kPrewaitSlices = K::kStreamK || K::kWInRegisters ? 0
+                                 : kPrewaitWanted < K::kGroupSlices ? kPrewaitWanted
+                                                                    : K::kGroupSlices;
 
   static_assert(!K::kStreamK || K::kTileM * K::kEpilogueLd * 4 <= K::kStageBytes,
                 "Stream-K stages the epilogue tile in one stage");
@@ -148,6 +149,11 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // delaying the first k tile (0.94x over 17 decode and small shapes, 1 x 4096 x 4096 6.47 -> 5.94 us,
   // 2 x 320 x 1280 2.65 -> 2.41; docs/NOTES.md v1.16). The main loop's first barrier publishes it.
   const lut::KernelLut<K::kBits, K::kLutRowBytes> dequantizer(pair_table, table_entry, tid, K::kThreads);
+  // This lane's b words of atom `atom` of strip `strip`, from stage W tile ws.
+  auto stage_strip_words = [&](const uint32_t* ws, int strip, int atom, uint32_t (&words)[K::kBits]) {
+    lut::load_lane_words<K::kBits>(ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits,
+                                   words);
+  };
   // kPrewaitSlices > 0: this warp's first slices of the first k tile, dequantized (unscaled) from stage 0.
   uint32_t a_pre[kPrewaitSlices > 0 ? kPrewaitSlices : 1][K::kFragsN][4];
   if constexpr (kPrewaitSlices > 0) {
@@ -164,10 +170,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
           const int t = wk * K::kGroupSlices + j, atom = t / 4, s = t % 4;
 #pragma unroll
           for (int fn = 0; fn < K::kFragsN; ++fn) {
-            const int strip = warp_n * K::kFragsN + fn;
-            if (s == 0)
-              lut::load_lane_words<K::kBits>(
-                  ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits, words[fn]);
+            if (s == 0) stage_strip_words(ws, warp_n * K::kFragsN + fn, atom, words[fn]);
             dequantizer.slice(words[fn], s, a_pre[j][fn]);
           }
         }
@@ -275,12 +278,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int w = 0; w < K::kBits; ++w) words[w] = w_cur[fn][atom][w];
     } else {
-      lut::load_lane_words<K::kBits>(
-          ws + (strip * K::kAtomsK + atom) * layout::words_per_atom(K::kBits) + lane * K::kBits, words);
+      stage_strip_words(ws, strip, atom, words);
     }
   };
 
-  [[maybe_unused]] bool first_item = true;  // (a_pre holds the first item's first k tile)
   for (;;) {  // (one item, unless Stream-K)
   float acc[K::kFragsN][K::kFragsM][4];
 #pragma unroll
@@ -290,8 +291,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[fn][fm][i] = 0.f;
 
-  // k tile `it` of the item; kFirst (the first item's first tile, with kPrewaitSlices > 0): a warp's first
-  // kPrewaitSlices slices come from a_pre.
+  // k tile `it` of the item; kFirst (the first tile, with kPrewaitSlices > 0, hence never under Stream-K: one
+  // item): a warp's first kPrewaitSlices slices come from a_pre.
   auto k_tile = [&](int it, const bool kFirst) {  // (called with a constant kFirst, inlined: it folds)
     ptx::cp_async_wait<K::kStages - 2>();
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
@@ -424,11 +425,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   };
   int it0 = 0;
   if constexpr (kPrewaitSlices > 0) {
-    if (first_item && num_kt > 0) {
+    if (num_kt > 0) {
       k_tile(0, true);
       it0 = 1;
     }
-    first_item = false;
   }
   for (int it = it0; it < num_kt; ++it) k_tile(it, false);
   // The next kernel of the stream may start launching now, into the SMs this grid's blocks leave (a second
