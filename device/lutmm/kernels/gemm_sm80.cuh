@@ -110,6 +110,18 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // Stream-K: the first item's.)
   using Layout = pipeline::StageLayout<K>;
   pipeline::StageLoader<K> loader(p, work.n0, work.m0, tid);
+  // kBulkW: W's stages by bulk copies, each warp of the first row and K group its own strips, each stage counted on
+  // an mbarrier (pipeline::BulkWBarriers).
+  constexpr bool kBulkW = pipeline::kBulkW<K>;
+  __shared__ __align__(8) uint64_t w_bar_storage[kBulkW ? K::kStages : 1];
+  const pipeline::BulkWBarriers<K> w_bars{ptx::smem_addr(w_bar_storage)};
+  if constexpr (kBulkW) {
+    if (tid == 0) w_bars.init();
+    __syncthreads();  // (before any warp's first copy)
+  }
+  auto copy_w_bulk = [&](int s, int kt) {
+    if (kBulkW && warp < K::kWarpsN) loader.copy_w_bulk(smem, s, kt, w_bars.bar(s), warp * K::kFragsN, lane);
+  };
   // Stream-K: copies unit c of the run (W and scales, x, or both) through the loader of its own tile, and
   // steps c to the next unit.
   enum class Part { weights, x, all };
@@ -137,7 +149,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     if constexpr (K::kStreamK) {
       copy_unit(copy_next, Part::weights);
     } else {
-      if (s < num_kt) loader.load_weights(smem, s, work.kt_begin + s);
+      if (s < num_kt) {
+        loader.load_weights(smem, s, work.kt_begin + s);
+        copy_w_bulk(s, work.kt_begin + s);
+      }
     }
     if constexpr (kPrewaitSlices > 0) ptx::cp_async_commit();  // (stage 0's W alone is waited for below)
   }
@@ -159,6 +174,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   if constexpr (kPrewaitSlices > 0) {
     ptx::cp_async_wait<K::kStages - 2>();  // stage 0's W (a commit a stage above)
     __syncthreads();                       // ... and the table, from every thread
+    w_bars.wait(0, 0);
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, 0));
     if (num_kt > 0) {
 #pragma unroll
@@ -296,6 +312,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   auto k_tile = [&](int it, const bool kFirst) {  // (called with a constant kFirst, inlined: it folds)
     ptx::cp_async_wait<K::kStages - 2>();
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
+    // (kBulkW: W's bytes, after the barrier, which also published the mbarriers' initialisation on the first tile)
+    w_bars.wait(it % K::kStages, (it / K::kStages) & 1);
     if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;
     if constexpr (K::kStreamK) {
@@ -304,7 +322,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #endif
     } else {
 #ifndef LUTMM_EXPERIMENT_NO_LOADS
-      if (next < num_kt) loader.load(smem, next % K::kStages, work.kt_begin + next);
+      if (next < num_kt) {
+        loader.load(smem, next % K::kStages, work.kt_begin + next);
+        copy_w_bulk(next % K::kStages, work.kt_begin + next);
+      }
 #endif
     }
     ptx::cp_async_commit();

@@ -14,8 +14,43 @@
 #include "lutmm/layout/packed_layout.cuh"
 #include "lutmm/pipeline/stage_layout.cuh"
 #include "lutmm/ptx/memory.cuh"
+#include "lutmm/ptx/tma.cuh"
+
+#ifndef LUTMM_BULK_W  // experiment: -DLUTMM_BULK_W=1, W's stages by bulk copies (below, kBulkW)
+#define LUTMM_BULK_W 0
+#endif
 
 namespace lutmm::pipeline {
+
+// Whether a kernel's W stages come by one bulk copy a strip (sm_90+, the TMA unit), counted on an mbarrier a
+// stage, instead of 16-byte cp.async copies by every thread: a strip's k tile is one contiguous run in both
+// global and shared memory (layout/packed_layout.cuh, stage_layout.cuh). Split-K sm80 kernels with W through
+// shared memory only.
+template <class K>
+inline constexpr bool kBulkW = LUTMM_BULK_W != 0 && ptx::kDependentLaunch && !K::kStreamK && !K::kWInRegisters && !K::kWgmmaLayout;
+
+// kBulkW's mbarriers, one a stage, at shared address bar0 (8 bytes each): a use of a stage is one phase, so k tile
+// it waits for parity (it / kStages) & 1 of barrier it % kStages. The kWarpsN warps of the block's first warp row
+// and K group copy a stage, each its own strips (copy_w_bulk), and arrive once. (Nothing where kBulkW is false.)
+template <class K>
+struct BulkWBarriers {
+  uint32_t bar0;
+  LUTMM_DEVICE uint32_t bar(int s) const { return bar0 + 8 * s; }
+  // By one thread, before its first copy; the other threads wait only after a block barrier that follows it.
+  LUTMM_DEVICE void init() const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kBulkW<K>) {
+      for (int s = 0; s < K::kStages; ++s) ptx::mbarrier_init(bar(s), K::kWarpsN);
+      ptx::fence_mbarrier_init_cluster();  // (visible to the TMA unit before the copies)
+    }
+#endif
+  }
+  LUTMM_DEVICE void wait(int s, uint32_t parity) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kBulkW<K>) ptx::mbarrier_wait(bar(s), parity);
+#endif
+  }
+};
 
 // Where a tile's weight copies read, for the tile whose first W row is n0 (this loader's and the warp-
 // specialized kernel's, pipeline/producer_stage_loader.cuh). The packed words of its 16-row strip `strip` at
@@ -61,6 +96,11 @@ struct StageLoader {
   int x_col[kXSlots], x_dst[kXSlots];
   // scales: source for group row 0 (clamped to the last real column block like W)
   const uint16_t* s_src[kSIters];
+  // kBulkW: strip 0 of the tile at k tile 0, the bytes from one strip to the next, the last real strip of the tile
+  // (strips past it read it again, as tile_strip_words)
+  const uint8_t* w_bulk_src;
+  int64_t w_bulk_stride;
+  int w_bulk_last;
   // W prefetch: this thread's line at k tile 0 (null when it has none)
   const uint8_t* prefetch_src[kPrefetchIters];
 
@@ -73,10 +113,15 @@ struct StageLoader {
     const int rows = p.m - m0 < K::kTileM ? p.m - m0 : K::kTileM;  // x rows of this tile below M
     const int64_t k_atoms = p.k_padded / layout::kAtomCols;
 #pragma unroll
-    for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {  // W in registers: the kernel loads it
+    for (int j = 0; j < (K::kWInRegisters || kBulkW<K> ? 0 : kWIters); ++j) {  // W in registers: the kernel loads it
       const int i = tid + j * K::kThreads;
       const int strip = i / kChunksPerStrip, c = i % kChunksPerStrip;
       w_src[j] = reinterpret_cast<const uint8_t*>(tile_strip_words<K::kBits>(p, n0, strip) + c * 4);
+    }
+    if constexpr (kBulkW<K>) {
+      w_bulk_src = reinterpret_cast<const uint8_t*>(tile_strip_words<K::kBits>(p, n0, 0));
+      w_bulk_stride = k_atoms * kWordsPerAtom * 4;
+      w_bulk_last = p.n_padded / 16 - 1 - n0 / 16;
     }
 #pragma unroll
     for (int j = 0; j < kPrefetchIters; ++j) {
@@ -125,12 +170,33 @@ struct StageLoader {
   }
   LUTMM_DEVICE void load_x(uint8_t* smem, int s, int kt) const { copy_x(smem, s, kt); }
 
+  // kBulkW: strips first_strip .. + kFragsN of stage s <- k tile kt of W by bulk copies, counted on the stage's
+  // mbarrier `bar` (one arrival with the bytes to expect). Lane 0 of a warp of the first warp row and K group copies
+  // (the strips of its warp_n); the others call it too and do nothing.
+  LUTMM_DEVICE void copy_w_bulk(uint8_t* smem, int s, int kt, uint32_t bar, int first_strip, int lane) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kBulkW<K>) {
+      if (lane == 0) {
+        ptx::mbarrier_arrive_expect_tx(bar, K::kFragsN * kStripTileBytes);
+        const uint32_t stage_addr = ptx::smem_addr(Layout::w(smem, s)) + first_strip * kStripTileBytes;
+        const uint8_t* src = w_bulk_src + static_cast<int64_t>(kt) * kStripTileBytes;
+#pragma unroll
+        for (int f = 0; f < K::kFragsN; ++f) {
+          const int strip = first_strip + f < w_bulk_last ? first_strip + f : w_bulk_last;
+          ptx::bulk_copy_global_to_shared(stage_addr + f * kStripTileBytes, src + strip * w_bulk_stride,
+                                          kStripTileBytes, bar);
+        }
+      }
+    }
+#endif
+  }
+
  private:
   LUTMM_DEVICE void copy_w(uint8_t* smem, int s, int kt) const {
     const uint32_t stage_addr = ptx::smem_addr(Layout::w(smem, s));
     const int64_t w_step = static_cast<int64_t>(kt) * kStripTileBytes;
 #pragma unroll
-    for (int j = 0; j < (K::kWInRegisters ? 0 : kWIters); ++j) {
+    for (int j = 0; j < (K::kWInRegisters || kBulkW<K> ? 0 : kWIters); ++j) {
       if (kWChunks % K::kThreads == 0 || tid + j * K::kThreads < kWChunks)
         ptx::cp_async_16(stage_addr + (tid + j * K::kThreads) * 16, w_src[j] + w_step);
     }

@@ -101,6 +101,14 @@ LUTMM_DEVICE void mbarrier_arrive(uint32_t bar) {
 LUTMM_DEVICE void cp_async_mbarrier_arrive(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) of global memory at `src` into this block's shared memory
+// at `dst`, counted on this block's mbarrier `bar` as they land: one instruction for a contiguous run that would
+// take bytes / 16 cp.async lanes, and whose bytes reach shared memory without passing through the threads' load path.
+LUTMM_DEVICE void bulk_copy_global_to_shared(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // Brings the tensor map into the TMA unit's cache ahead of the first copy.
 LUTMM_DEVICE void prefetch_tensor_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
