@@ -40,7 +40,9 @@
 // Diagnostics (wrong results by design; through LUTMM_NVRTC_OPTIONS, which is part of the cache key):
 // -DLUTMM_EXPERIMENT_NO_LOADS times the main loop's compute alone (no copies after the prologue's stages),
 // -DLUTMM_EXPERIMENT_NO_COMPUTE its copy skeleton alone (copies, waits and barriers, no dequantization or
-// MMA), -DLUTMM_EXPERIMENT_NO_X (pipeline/stage_loader.cuh) leaves x's copies out. docs/NOTES.md v1.7, v1.20 and v1.36
+// MMA), -DLUTMM_EXPERIMENT_NO_X (pipeline/stage_loader.cuh) leaves x's copies out, -DLUTMM_EXPERIMENT_NO_BLOCK_BARRIER
+// leaves out the main loop's block barrier (with -DLUTMM_BULK_W=1 each warp still waits for W's bytes: the time of
+// warps that never wait for each other, an upper bound for a loop whose x and scales come per warp). docs/NOTES.md v1.7, v1.20 and v1.36
 // split the decode time with them.
 
 namespace lutmm {
@@ -311,7 +313,9 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // item): a warp's first kPrewaitSlices slices come from a_pre.
   auto k_tile = [&](int it, const bool kFirst) {  // (called with a constant kFirst, inlined: it folds)
     ptx::cp_async_wait<K::kStages - 2>();
+#ifndef LUTMM_EXPERIMENT_NO_BLOCK_BARRIER
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
+#endif
     // (kBulkW: W's bytes, after the barrier, which also published the mbarriers' initialisation on the first tile)
     w_bars.wait(it % K::kStages, (it / K::kStages) & 1);
     if (it == 0) timeline.mark(2);
