@@ -25,7 +25,8 @@ class GpuAbScript : public ::testing::Test {
     write_bench("other", 10.0, "cfg_b");
   }
   // A stand-in `lutmm bench`: two rows, lutmm times `us` (x 0.8 where the side's NVRTC options hold -DFAST, x 0.5
-  // where its environment has HALF=1), cuBLAS 20 us, the config given; it also notes its cache folder. As
+  // where its environment has HALF=1; status "wrong: ..." and rc 1 where the options hold -DWRONG), cuBLAS 20 us, the
+  // config given; it also notes its cache folder. As
   // `lutmm precompile` it writes its NVRTC options and arguments into the cache folder's file `precompiled` (or
   // fails with rc 3 where FAIL_PRECOMPILE=1).
   void write_bench(const std::string& name, double us, const std::string& config) {
@@ -40,9 +41,13 @@ class GpuAbScript : public ::testing::Test {
            "us=" << us << "\n"
            "case \"$LUTMM_NVRTC_OPTIONS\" in *-DFAST*) us=$(awk \"BEGIN { print $us * 0.8 }\") ;; esac\n"
            "[ \"${HALF:-}\" = 1 ] && us=$(awk \"BEGIN { print $us * 0.5 }\")\n"
+           "status=ok rc=0\n"
+           "case \"$LUTMM_NVRTC_OPTIONS\" in *-DWRONG*) status='wrong: differs from cuBLAS' rc=1 ;; esac\n"
            "echo \"cache $LUTMM_CACHE_DIR\"\n"
-           "printf 'm,n,k,bits,group,dtype,status,lutmm_us,cublas_us,config\\n1,4096,4096,4,128,bf16,ok,%s,20,"
-        << config << "\\n2,8192,8192,4,128,bf16,ok,%s,20," << config << "\\n' \"$us\" \"$us\" >\"$csv\"\n";
+           "printf 'm,n,k,bits,group,dtype,status,lutmm_us,cublas_us,config\\n1,4096,4096,4,128,bf16,%s,%s,20,"
+        << config << "\\n2,8192,8192,4,128,bf16,%s,%s,20," << config
+      << "\\n' \"$status\" \"$us\" \"$status\" \"$us\" >\"$csv\"\n"
+         "exit $rc\n";
     }
     std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   }
@@ -134,6 +139,18 @@ TEST_F(GpuAbScript, AlternatesAnyNumberOfSidesAndComparesEachWithTheFirst) {
       << table;
   // each side compiles into a cache folder of its own
   EXPECT_NE(slurp(dir / "out" / "fast.1.log").find("cache " + (dir / "caches").string() + "-fast"), std::string::npos);
+}
+
+// A diagnostic side (wrong results by design, rc 1) is left out of the summary unless $LUTMM_AB_TIMING_ONLY names it.
+TEST_F(GpuAbScript, CountsADiagnosticSidesWrongResultsOnlyWhereToldTo) {
+  const std::vector<std::string> args{(dir / "shapes.txt").string(), "1", side("base", "bin/lutmm_base"),
+                                      side("probe", "bin/lutmm_base", "-DFAST=1 -DWRONG=1")};
+  ToolRun r = run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no shape ran with every side"), std::string::npos) << r.out;
+  r = run(args, "LUTMM_AB_TIMING_ONLY=probe");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("probe / base: 0.8000 in geometric mean over 2 shapes"), std::string::npos) << r.out;
 }
 
 // The two-sided form: lutmm_base against lutmm; or the one binary lutmm with a switch's NVRTC options or
