@@ -43,10 +43,10 @@
 // Diagnostics (wrong results by design; through LUTMM_NVRTC_OPTIONS, which is part of the cache key):
 // -DLUTMM_EXPERIMENT_NO_LOADS times the main loop's compute alone (no copies after the prologue's stages),
 // -DLUTMM_EXPERIMENT_NO_COMPUTE its copy skeleton alone (copies, waits and barriers, no dequantization or
-// MMA), -DLUTMM_EXPERIMENT_NO_X (pipeline/stage_loader.cuh) leaves x's copies out, -DLUTMM_EXPERIMENT_NO_BLOCK_BARRIER
-// leaves out the main loop's block barrier (with -DLUTMM_BULK_W=1 each warp still waits for W's bytes: the time of
-// warps that never wait for each other, an upper bound for a loop whose x and scales come per warp). docs/NOTES.md v1.7, v1.20 and v1.36
-// split the decode time with them.
+// MMA), -DLUTMM_EXPERIMENT_NO_X (pipeline/stage_loader.cuh) leaves x's copies out, and
+// -DLUTMM_EXPERIMENT_NO_BLOCK_BARRIER leaves out the main loop's block barrier (with -DLUTMM_BULK_W=1 each warp still
+// waits for W's bytes: the time of warps that never wait for each other, an upper bound for a loop whose x and scales
+// come per warp). docs/NOTES.md v1.7, v1.20, v1.36 and v1.48 split the decode time with them.
 
 namespace lutmm {
 
@@ -68,8 +68,10 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // Where it measured faster (v1.47, H200: 1 x 8192^2 0.97x, 1-2 x 8192 x 28672 0.985-0.99x): one x block a
   // warp, a warp's run of a k tile at most two atoms, at most 64 such registers. Slower elsewhere (16-slice runs
   // and M = 16 1.01-1.02x; Stream-K, whose runs start mid-tile, up to 1.27x: never there). Only where launches
-  // overlap (sm_90+): before, it would only hold x's copies back behind W's first stage.
-  // -DLUTMM_PREWAIT_SLICES=P forces P (0: off).
+  // overlap (sm_90+): before, it would only hold x's copies back behind W's first stage. On an H100 (v1.48) the
+  // rule was 1.029x slower than off over every M <= 8 shape (up to 1.28x where blocks start after the dependency is
+  // met: x's copies wait behind the slices); -DLUTMM_PREWAIT_AFTER=1 dequantizes them after the wait, under x's first
+  // copies, instead (unmeasured). -DLUTMM_PREWAIT_SLICES=P forces P (0: off).
   constexpr int kPrewaitRule =
       ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8) : 0;
   constexpr int kPrewaitWanted = LUTMM_PREWAIT_SLICES >= 0 ? LUTMM_PREWAIT_SLICES : kPrewaitRule;
@@ -119,8 +121,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // kBulkW: W's stages by bulk copies, each warp of the first row and K group its own strips, each stage counted on
   // an mbarrier (pipeline::BulkWBarriers).
   constexpr bool kBulkW = pipeline::kBulkW<K>;
-  __shared__ __align__(8) uint64_t w_bar_storage[kBulkW ? K::kStages : 1];
-  const pipeline::BulkWBarriers<K> w_bars{ptx::smem_addr(w_bar_storage)};
+  const pipeline::BulkWBarriers<K> w_bars;
   if constexpr (kBulkW) {
     if (tid == 0) w_bars.init();
     __syncthreads();  // (before any warp's first copy)
@@ -326,7 +327,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
 #ifndef LUTMM_EXPERIMENT_NO_BLOCK_BARRIER
     __syncthreads();  // stage `it` is in shared memory, and every warp is done with stage it - 1
 #endif
-    // (kBulkW: W's bytes, after the barrier, which also published the mbarriers' initialisation on the first tile)
+    // (kBulkW: W's bytes, which each thread waits for itself)
     w_bars.wait(it % K::kStages, (it / K::kStages) & 1);
     if (it == 0) timeline.mark(2);
     const int next = it + K::kStages - 1;

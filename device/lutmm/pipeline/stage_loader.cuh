@@ -29,14 +29,24 @@ namespace lutmm::pipeline {
 template <class K>
 inline constexpr bool kBulkW = LUTMM_BULK_W != 0 && ptx::kDependentLaunch && !K::kStreamK && !K::kWInRegisters && !K::kWgmmaLayout;
 
-// kBulkW's mbarriers, one a stage, at shared address bar0 (8 bytes each): a use of a stage is one phase, so k tile
-// it waits for parity (it / kStages) & 1 of barrier it % kStages. The kWarpsN warps of the block's first warp row
-// and K group copy a stage, each its own strips (copy_w_bulk), and arrive once. (Nothing where kBulkW is false.)
+// kBulkW's mbarriers, one a stage (8 bytes each, in static shared memory that only kBulkW kernels declare: any static
+// shared memory beyond the table can cost a block its place on an SM, docs/NOTES.md v1.7). A use of a stage is one
+// phase, so k tile it waits for parity (it / kStages) & 1 of barrier it % kStages. The kWarpsN warps of the block's
+// first warp row and K group copy a stage, each its own strips (copy_w_bulk), and arrive once. (Nothing where kBulkW
+// is false.)
 template <class K>
 struct BulkWBarriers {
-  uint32_t bar0;
+  uint32_t bar0 = storage();
+  LUTMM_DEVICE static uint32_t storage() {
+    if constexpr (kBulkW<K>) {
+      __shared__ __align__(8) uint64_t bars[K::kStages];
+      return ptx::smem_addr(bars);
+    } else {
+      return 0u;
+    }
+  }
   LUTMM_DEVICE uint32_t bar(int s) const { return bar0 + 8 * s; }
-  // By one thread, before its first copy; the other threads wait only after a block barrier that follows it.
+  // By one thread; a block barrier follows it before any thread copies or waits.
   LUTMM_DEVICE void init() const {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kBulkW<K>) {
