@@ -17,13 +17,13 @@ OUT=${OUT:-out/prewait}
 mkdir -p "$OUT"
 shapes=$OUT/shapes.txt
 off=off=$B/lutmm@-DLUTMM_PREWAIT_SLICES=0
+small_shapes() { awk '!/^#/ && NF >= 3 && $1 <= 8 {print $1, $2, $3}' data/shapes/llm.txt data/shapes/diffusion.txt; }
 case "$mode" in
   small)
-    awk '!/^#/ && NF >= 3 && $1 <= 8 {print $1, $2, $3}' data/shapes/llm.txt data/shapes/diffusion.txt | sort -u >"$shapes"
+    small_shapes | sort -u >"$shapes"
     sides=("$off" "rule=$B/lutmm") ;;
   after)
-    { awk '!/^#/ && NF >= 3 && $1 <= 8 {print $1, $2, $3}' data/shapes/llm.txt data/shapes/diffusion.txt
-      printf '16 8192 8192\n16 8192 28672\n'; } | sort -u >"$shapes"
+    { small_shapes; printf '16 8192 8192\n16 8192 28672\n'; } | sort -u >"$shapes"
     sides=("$off" "rule=$B/lutmm" "after=$B/lutmm@-DLUTMM_PREWAIT_AFTER=1") ;;
   forced)
     printf '%s\n' "1 4096 4096" "1 8192 8192" "2 8192 8192" "4 8192 8192" "8 8192 8192" "16 8192 8192" "1 8192 28672" \

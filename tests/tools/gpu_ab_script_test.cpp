@@ -141,13 +141,17 @@ TEST_F(GpuAbScript, AlternatesAnyNumberOfSidesAndComparesEachWithTheFirst) {
   EXPECT_NE(slurp(dir / "out" / "fast.1.log").find("cache " + (dir / "caches").string() + "-fast"), std::string::npos);
 }
 
-// A diagnostic side (wrong results by design, rc 1) is left out of the summary unless $LUTMM_AB_TIMING_ONLY names it.
+// A diagnostic side (wrong results by design, rc 1) is left out of the summary unless $LUTMM_AB_TIMING_ONLY names it;
+// a name there that is no side is refused.
 TEST_F(GpuAbScript, CountsADiagnosticSidesWrongResultsOnlyWhereToldTo) {
   const std::vector<std::string> args{(dir / "shapes.txt").string(), "1", side("base", "bin/lutmm_base"),
                                       side("probe", "bin/lutmm_base", "-DFAST=1 -DWRONG=1")};
   ToolRun r = run(args);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no shape ran with every side"), std::string::npos) << r.out;
+  r = run(args, "LUTMM_AB_TIMING_ONLY=prob");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("LUTMM_AB_TIMING_ONLY names 'prob', which is not a side (base probe)"), std::string::npos) << r.out;
   r = run(args, "LUTMM_AB_TIMING_ONLY=probe");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("probe / base: 0.8000 in geometric mean over 2 shapes"), std::string::npos) << r.out;
