@@ -7,10 +7,8 @@
 #     decode shapes;
 #   after: off, the rule, and the rule's slices dequantized after the wait under x's first copies
 #     (-DLUTMM_PREWAIT_AFTER=1), on the small set and M = 16 of 8192^2 and 8192 x 28672 (v1.48: the rule was 1.029x
-#     slower than off over the small set on an H100; the H200's answer and `after` are open);
-#   gate: off, the rule as gated at run time since v1.49 (a block pre-waits only on 8 or more k tiles and outside
-#     cluster launches), and the rule ungated (-DLUTMM_PREWAIT_MIN_K_TILES=0, v1.47-v1.48's), on after's shapes.
-# `scripts/gpu-bundle`, then on the device (carry .gpubin): bash docs/experiments/prewait.sh [small|after|gate|forced]
+#     slower than off over the small set on an H100; the H200's answer and `after` are open).
+# `scripts/gpu-bundle`, then on the device (carry .gpubin): bash docs/experiments/prewait.sh [small|after|forced]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 mode=${1:-small}
@@ -27,15 +25,12 @@ case "$mode" in
   after)
     { small_shapes; printf '16 8192 8192\n16 8192 28672\n'; } | sort -u >"$shapes"
     sides=("$off" "rule=$B/lutmm" "after=$B/lutmm@-DLUTMM_PREWAIT_AFTER=1") ;;
-  gate)
-    { small_shapes; printf '16 8192 8192\n16 8192 28672\n'; } | sort -u >"$shapes"
-    sides=("$off" "rule=$B/lutmm" "ungated=$B/lutmm@-DLUTMM_PREWAIT_MIN_K_TILES=0") ;;
   forced)
     printf '%s\n' "1 4096 4096" "1 8192 8192" "2 8192 8192" "4 8192 8192" "8 8192 8192" "16 8192 8192" "1 8192 28672" \
       "2 8192 28672" "16 8192 28672" "1 28672 8192" "16 28672 8192" >"$shapes"
     sides=("$off")
-    for p in 2 4 8; do sides+=("p$p=$B/lutmm@-DLUTMM_PREWAIT_SLICES=$p -DLUTMM_PREWAIT_MIN_K_TILES=0"); done ;;
-  *) echo "docs/experiments/prewait.sh: the mode must be small, after, gate or forced, not '$mode'" >&2; exit 2 ;;
+    for p in 2 4 8; do sides+=("p$p=$B/lutmm@-DLUTMM_PREWAIT_SLICES=$p"); done ;;
+  *) echo "docs/experiments/prewait.sh: the mode must be small, after or forced, not '$mode'" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "== $(wc -l <"$shapes") shapes: $mode"

@@ -336,24 +336,6 @@ TEST(GemmGpu, SplitKIsDeterministic) {
     expect_deterministic(problem(5, 4096, 4096, 4, 128, DType::bf16), name, 4);
 }
 
-// On sm_90+ a decode block dequantizes its first slices before the dependency wait only when its run has at least
-// 8 k tiles and the launch has no clusters (kernels/gemm_sm80.cuh, kPrewaitMinKTiles). 15 k tiles in two splits
-// give one split of 8 that does and one of 7 that does not, in the same grid: both must match the reference, and
-// the sums bitwise the same run after run.
-TEST(GemmGpu, BlocksThatPrewaitAndBlocksThatDoNotShareAGrid) {
-  REQUIRE_GPU();
-  for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem256"})
-    for (int64_t m : {1, 5})
-      for (int bits : {3, 4}) {
-        if (bits == 3 && std::string(name).ends_with("256")) continue;  // (the 256-byte rows are 4-bit only)
-        const Problem p = problem(m, 4096, 15 * 128, bits, 128, bits == 3 ? DType::f16 : DType::bf16);
-        const KernelConfig c = KernelConfig::parse(name);
-        EXPECT_FALSE(launch_choices(p, c).cluster_split) << name << ": the test needs a launch without clusters";
-        expect_passes(p, c, m == 5);
-        expect_deterministic(p, name, 3);
-      }
-}
-
 // Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);
 // elsewhere, and for larger ones, through the global workspace. Both must match the reference and be
 // bitwise deterministic; these shapes take the cluster path on an H200 (64 x 1280 x 5120 and 1 x 14336 x 4096

@@ -37,9 +37,6 @@
 #ifndef LUTMM_PREWAIT_AFTER  // experiments: -DLUTMM_PREWAIT_AFTER=1 dequantizes those slices after the wait instead
 #define LUTMM_PREWAIT_AFTER 0
 #endif
-#ifndef LUTMM_PREWAIT_MIN_K_TILES  // experiments: the shortest run of k tiles a block pre-waits on (below, kPrewaitMinKTiles)
-#define LUTMM_PREWAIT_MIN_K_TILES 8
-#endif
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
@@ -74,10 +71,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // overlap (sm_90+): before, it would only hold x's copies back behind W's first stage. On an H100 (v1.48) the
   // rule was 1.029x slower than off over every M <= 8 shape (up to 1.28x where blocks start after the dependency is
   // met: x's copies wait behind the slices); -DLUTMM_PREWAIT_AFTER=1 dequantizes them after the wait, under x's first
-  // copies, instead: as slow there (v1.49: 1.020x). -DLUTMM_PREWAIT_SLICES=P forces P (0: off).
-  // At run time a block pre-waits only on a run of at least kPrewaitMinKTiles k tiles and outside a cluster launch
-  // (v1.49): every H100 loss above 1.03x was a cluster launch or a block of 2-4 k tiles, and every measured H200 gain
-  // a block of 8 or more.
+  // copies, instead: as slow there (v1.49: 1.020x). -DLUTMM_PREWAIT_SLICES=P forces P (0: off). A run-time gate
+  // (only blocks of 8+ k tiles outside cluster launches) waits for its device run: docs/experiments/prewait-gate.patch.
   constexpr int kPrewaitRule =
       ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8) : 0;
   constexpr int kPrewaitWanted = LUTMM_PREWAIT_SLICES >= 0 ? LUTMM_PREWAIT_SLICES : kPrewaitRule;
@@ -85,7 +80,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   constexpr int kPrewaitSlices = K::kStreamK || K::kWInRegisters ? 0
                                  : kPrewaitWanted < K::kGroupSlices ? kPrewaitWanted
                                                                     : K::kGroupSlices;
-  constexpr int kPrewaitMinKTiles = LUTMM_PREWAIT_MIN_K_TILES;
 
   static_assert(!K::kStreamK || K::kTileM * K::kEpilogueLd * 4 <= K::kStageBytes,
                 "Stream-K stages the epilogue tile in one stage");
@@ -105,8 +99,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   scheduler::TileWork work;
   if (!scheduler::first_work<K>(p, stream, work)) return;
   int num_kt = work.kt_end - work.kt_begin;
-  // (block-uniform: the barrier in prewait_dequantize below is taken by all threads or none)
-  const bool prewait = kPrewaitSlices > 0 && num_kt > 0 && num_kt >= kPrewaitMinKTiles && !p.cluster_splits;
   // Stream-K: the next unit of the run to copy (its tile, k tile and stage, and how many are left), counted
   // along instead of divided out (a 64-bit division per k tile made the decode loop ~6% slower), and the stage of
   // the unit being multiplied.
@@ -213,9 +205,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
       }
     }
   };
-  if constexpr (kPrewaitSlices > 0 && !kPrewaitAfter) {
-    if (prewait) prewait_dequantize();
-  }
+  if constexpr (kPrewaitSlices > 0 && !kPrewaitAfter) prewait_dequantize();
   timeline.mark_before_wait(1);
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
@@ -231,9 +221,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
     ptx::cp_async_commit();
   }
-  if constexpr (kPrewaitSlices > 0 && kPrewaitAfter) {
-    if (prewait) prewait_dequantize();  // (under x's first copies)
-  }
+  if constexpr (kPrewaitSlices > 0 && kPrewaitAfter) prewait_dequantize();  // (under x's first copies)
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 
@@ -474,7 +462,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   };
   int it0 = 0;
   if constexpr (kPrewaitSlices > 0) {
-    if (prewait) {
+    if (num_kt > 0) {
       k_tile(0, true);
       it0 = 1;
     }
