@@ -7,10 +7,8 @@
 # `scripts/gpu-bundle`, then on the device (carry .gpubin): bash docs/experiments/bulk-w.sh [TEST_SECONDS]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-B=${LUTMM_PREBUILT:-.gpubin}
-OUT=${OUT:-out/bulk-w}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+source docs/experiments/recipe.sh
+recipe_env bulk-w
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 LUTMM_NVRTC_OPTIONS=-DLUTMM_BULK_W=1 LUTMM_CACHE_DIR=/tmp/lutmm-bulk-w-test timeout "${1:-240}" "$B/test_gpu" \
   --gtest_filter='GemmGpu.EveryConfigOnDecode:GemmGpu.EveryBitsGroupDtypeCombination:GemmGpu.SplitKIsDeterministic:GemmGpu.SmallSplitK*:GemmGpu.ClusterSplitK*:GemmGpu.Chained*:GemmGpu.EarlyDependent*:GemmGpu.WeightsJustWritten*' \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docs/NOTES.md v1.44 (session 41): M = 16 decode with more warps an SM (16: w8x1 two-strip warps; 12: _occ3 with the
 # 128-byte table, w6x1), against the database's picks, whole and compute-only. A forced name must be a tile of the
-# list: `git apply docs/experiments/m16-more-warps.patch`, `scripts/gpu-bundle`, then on the device (carry .gpubin):
-#   bash docs/experiments/m16-more-warps.sh
+# list: `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh m16-more-warps.patch m16`, then on the device (carry
+# .gpubin):
+#   LUTMM_PREBUILT=.gpubin/m16 bash docs/experiments/m16-more-warps.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 source docs/experiments/recipe.sh

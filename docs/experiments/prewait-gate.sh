@@ -5,16 +5,14 @@
 # (the new GemmGpu.BlocksThatPrewaitAndBlocksThatDoNotShareAGrid: one grid whose two splits of 8 and 7 k tiles take
 # one path each), then off / the gated rule / the rule ungated (v1.48's default) on every M <= 8 shape of both sets
 # plus M = 16, through scripts/gpu-ab (2 rounds), then the llm set's runtime picks against the reference.
-# `git apply docs/experiments/prewait-gate.patch`, `scripts/gpu-bundle`, then on the device (carry .gpubin):
-#   bash docs/experiments/prewait-gate.sh
+# `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh prewait-gate.patch pg`, then on the device (carry .gpubin):
+#   LUTMM_PREBUILT=.gpubin/pg bash docs/experiments/prewait-gate.sh   (or docs/experiments/pending.sh, which runs it first)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-B=${LUTMM_PREBUILT:-.gpubin}
-OUT=${OUT:-out/prewait-gate}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+source docs/experiments/recipe.sh
+recipe_env prewait-gate
 grep -q PREWAIT_MIN_K_TILES "$B/lutmm" ||
-  { echo "prewait-gate: $B/lutmm lacks the gate: git apply docs/experiments/prewait-gate.patch, then scripts/gpu-bundle" >&2; exit 2; }
+  { echo "prewait-gate: $B/lutmm lacks the gate: docs/experiments/bundle-patched.sh prewait-gate.patch pg, then LUTMM_PREBUILT=.gpubin/pg" >&2; exit 2; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 t0=$(date +%s)
 timeout 90 "$B/test_gpu" --gtest_filter='GemmGpu.BlocksThatPrewait*:GemmGpu.EarlyDependent*:GemmGpu.Chained*:GemmGpu.SplitKIsDeterministic' \

@@ -1,19 +1,27 @@
 # Sourced by the one-call experiment scripts of this folder (after they cd to the repository root).
 #
+# recipe_env NAME: B, the carried binaries' folder as given ($LUTMM_PREBUILT, default .gpubin; relative, as
+# scripts/gpu-ab takes it), OUT (default out/NAME, created) and LD_LIBRARY_PATH (B's libfmt, CUDA's libraries).
+recipe_env() {
+  B=${LUTMM_PREBUILT:-.gpubin}
+  OUT=${OUT:-out/$1}
+  mkdir -p "$OUT"
+  export LD_LIBRARY_PATH=$PWD/$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+}
+
 # recipe_setup NAME PATCH SHAPE CONFIG: the environment of the carried binaries ($LUTMM_PREBUILT, default .gpubin: B,
 # L = its lutmm, LD_LIBRARY_PATH, LUTMM_CACHE_DIR), OUT (default out/NAME) with $OUT/r; exits 2 unless `lutmm configs
 # --shape SHAPE` lists CONFIG (a forced name must be a tile of the list, which PATCH adds); prints the GPU.
 recipe_setup() {
   local name=$1 patch=$2 shape=$3 config=$4
-  B=$PWD/${LUTMM_PREBUILT:-.gpubin}
-  OUT=${OUT:-out/$name}
-  export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  recipe_env "$name"
+  B=$PWD/$B
   export LUTMM_CACHE_DIR=${LUTMM_CACHE_DIR:-/tmp/lutmm-$name}
   L=$B/lutmm
   mkdir -p "$OUT/r"
   # (grep reads the whole list: with -q it would stop early, and pipefail would see lutmm's SIGPIPE as a failure)
   "$L" configs --shape "$shape" --arch 90 --no-time 2>/dev/null | grep "$config" >/dev/null ||
-    { echo "$name: $L lacks the tiles: git apply docs/experiments/$patch, then scripts/gpu-bundle" >&2; exit 2; }
+    { echo "$name: $L lacks the tiles: docs/experiments/bundle-patched.sh $patch DIR, then LUTMM_PREBUILT=.gpubin/DIR" >&2; exit 2; }
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 }
 

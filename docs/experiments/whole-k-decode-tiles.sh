@@ -4,9 +4,9 @@
 # pair table and in four with the 128-byte one (the tiles worth an H200 run: v1.45 runs 2-5 measured the others, and
 # these, on H100s only). Timed against the database's picks in the same call, then one traced against the pick: the
 # open question is the H200, where the split-K end is a larger share of 8192^2's period. A forced name must be a tile
-# of the list: `git apply docs/experiments/whole-k-decode-tiles.patch`, `scripts/gpu-bundle`, then on the device
-# (carry .gpubin):
-#   bash docs/experiments/whole-k-decode-tiles.sh
+# of the list: `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the
+# device (carry .gpubin):
+#   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-decode-tiles.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 source docs/experiments/recipe.sh
