@@ -20,8 +20,7 @@ timeout 90 "$B/test_gpu" --gtest_filter='GemmGpu.BlocksThatPrewait*:GemmGpu.Earl
 echo "test_gpu rc $? (124: out of time) in $(($(date +%s) - t0)) s"
 grep -E "^\[       OK|FAILED" "$OUT/test_gpu.txt" | head -n 20
 shapes=$OUT/shapes.txt
-{ awk '!/^#/ && NF >= 3 && $1 <= 8 {print $1, $2, $3}' data/shapes/llm.txt data/shapes/diffusion.txt
-  printf '16 8192 8192\n16 8192 28672\n'; } | sort -u >"$shapes"
+recipe_small_shapes 16 8192 8192 16 8192 28672 >"$shapes"
 echo "== $(wc -l <"$shapes") shapes"
 LUTMM_PREBUILT=$B OUT=$OUT scripts/gpu-ab "$shapes" 2 off="$B/lutmm@-DLUTMM_PREWAIT_SLICES=0" "gated=$B/lutmm" \
   "ungated=$B/lutmm@-DLUTMM_PREWAIT_MIN_K_TILES=0"

@@ -5,25 +5,22 @@
 #     apply; the A/B that v1.47 could not run;
 #   forced: v1.47 runs 1-2, P = 2, 4 and 8 forced on every config (Stream-K excepted since the review) of eleven
 #     decode shapes;
-#   after: off, the rule, and the rule's slices dequantized after the wait under x's first copies
-#     (-DLUTMM_PREWAIT_AFTER=1), on the small set and M = 16 of 8192^2 and 8192 x 28672 (v1.48: the rule was 1.029x
-#     slower than off over the small set on an H100; the H200's answer and `after` are open).
+#   after (docs/experiments/prewait-after.patch): off, the rule, and the rule's slices dequantized after the wait under
+#     x's first copies (-DLUTMM_PREWAIT_AFTER=1), on the small set and M = 16 of 8192^2 and 8192 x 28672 (v1.49).
 # `scripts/gpu-bundle`, then on the device (carry .gpubin): bash docs/experiments/prewait.sh [small|after|forced]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
+source docs/experiments/recipe.sh
 mode=${1:-small}
-B=${LUTMM_PREBUILT:-.gpubin}
-OUT=${OUT:-out/prewait}
-mkdir -p "$OUT"
+recipe_env prewait
 shapes=$OUT/shapes.txt
 off=off=$B/lutmm@-DLUTMM_PREWAIT_SLICES=0
-small_shapes() { awk '!/^#/ && NF >= 3 && $1 <= 8 {print $1, $2, $3}' data/shapes/llm.txt data/shapes/diffusion.txt; }
 case "$mode" in
   small)
-    small_shapes | sort -u >"$shapes"
+    recipe_small_shapes >"$shapes"
     sides=("$off" "rule=$B/lutmm") ;;
   after)
-    { small_shapes; printf '16 8192 8192\n16 8192 28672\n'; } | sort -u >"$shapes"
+    recipe_small_shapes 16 8192 8192 16 8192 28672 >"$shapes"
     sides=("$off" "rule=$B/lutmm" "after=$B/lutmm@-DLUTMM_PREWAIT_AFTER=1") ;;
   forced)
     printf '%s\n' "1 4096 4096" "1 8192 8192" "2 8192 8192" "4 8192 8192" "8 8192 8192" "16 8192 8192" "1 8192 28672" \

@@ -9,6 +9,13 @@ recipe_env() {
   export LD_LIBRARY_PATH=$PWD/$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 }
 
+# recipe_small_shapes [M N K ...]: every M <= 8 shape of both sets (data/shapes), then the extra shapes given (three
+# numbers each), one "M N K" line each, without repeats: the shapes where the pre-wait rule can apply.
+recipe_small_shapes() {
+  { awk '!/^#/ && NF >= 3 && $1 <= 8 {print $1, $2, $3}' data/shapes/llm.txt data/shapes/diffusion.txt
+    if [ $# -gt 0 ]; then printf '%s %s %s\n' "$@"; fi; } | sort -u
+}
+
 # recipe_setup NAME PATCH SHAPE CONFIG: the environment of the carried binaries ($LUTMM_PREBUILT, default .gpubin: B,
 # L = its lutmm, LD_LIBRARY_PATH, LUTMM_CACHE_DIR), OUT (default out/NAME) with $OUT/r; exits 2 unless `lutmm configs
 # --shape SHAPE` lists CONFIG (a forced name must be a tile of the list, which PATCH adds); prints the GPU.
