@@ -4,9 +4,8 @@
 #   0. prewait-gate.sh, on any GPU, where .gpubin/pg holds the build with prewait-gate.patch: the pre-wait rule gated
 #      at run time, its tests and its A/B (decides whether the patch lands);
 #   on an H200 only (an H100 has run them: v1.45, v1.48):
-#   1. prewait.sh after: the pre-wait rule, the same slices after the wait, and off, over every M <= 8 shape;
-#   2. bulk-w.sh: W by bulk copies, its GPU tests and A/B;
-#   3. whole-k-decode-tiles.sh, where .gpubin/wk holds the build with whole-k-decode-tiles.patch.
+#   1. bulk-w.sh: W by bulk copies, its GPU tests and A/B;
+#   2. whole-k-decode-tiles.sh, where .gpubin/wk holds the build with whole-k-decode-tiles.patch.
 # Results go to $OUT/NAME/ and $OUT/all.tgz. `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh
 # prewait-gate.patch pg`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; name nvidia-h200, an H100 may come instead):
@@ -31,7 +30,6 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 [ -x .gpubin/pg/lutmm ] && step prewait-gate 200 env LUTMM_PREBUILT=.gpubin/pg bash docs/experiments/prewait-gate.sh
 if [[ $gpu == *H200* ]]; then
-  step prewait-after 150 bash docs/experiments/prewait.sh after
   step bulk-w 200 bash docs/experiments/bulk-w.sh 150
   [ -x .gpubin/wk/lutmm ] && step whole-k 90 env LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-decode-tiles.sh
 else

@@ -4,10 +4,8 @@
 #   small (the default): the rule against off on every M <= 8 shape of both sets (data/shapes), where the rule can
 #     apply; the A/B that v1.47 could not run;
 #   forced: v1.47 runs 1-2, P = 2, 4 and 8 forced on every config (Stream-K excepted since the review) of eleven
-#     decode shapes;
-#   after (docs/experiments/prewait-after.patch): off, the rule, and the rule's slices dequantized after the wait under
-#     x's first copies (-DLUTMM_PREWAIT_AFTER=1), on the small set and M = 16 of 8192^2 and 8192 x 28672 (v1.49).
-# `scripts/gpu-bundle`, then on the device (carry .gpubin): bash docs/experiments/prewait.sh [small|after|forced]
+#     decode shapes.
+# `scripts/gpu-bundle`, then on the device (carry .gpubin): bash docs/experiments/prewait.sh [small|forced]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 source docs/experiments/recipe.sh
@@ -19,15 +17,12 @@ case "$mode" in
   small)
     recipe_small_shapes >"$shapes"
     sides=("$off" "rule=$B/lutmm") ;;
-  after)
-    recipe_small_shapes 16 8192 8192 16 8192 28672 >"$shapes"
-    sides=("$off" "rule=$B/lutmm" "after=$B/lutmm@-DLUTMM_PREWAIT_AFTER=1") ;;
   forced)
     printf '%s\n' "1 4096 4096" "1 8192 8192" "2 8192 8192" "4 8192 8192" "8 8192 8192" "16 8192 8192" "1 8192 28672" \
       "2 8192 28672" "16 8192 28672" "1 28672 8192" "16 28672 8192" >"$shapes"
     sides=("$off")
     for p in 2 4 8; do sides+=("p$p=$B/lutmm@-DLUTMM_PREWAIT_SLICES=$p"); done ;;
-  *) echo "docs/experiments/prewait.sh: the mode must be small, after or forced, not '$mode'" >&2; exit 2 ;;
+  *) echo "docs/experiments/prewait.sh: the mode must be small or forced, not '$mode'" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "== $(wc -l <"$shapes") shapes: $mode"

@@ -34,9 +34,6 @@
 #ifndef LUTMM_PREWAIT_SLICES  // experiments: -DLUTMM_PREWAIT_SLICES=n overrides the rule (below, kPrewaitSlices)
 #define LUTMM_PREWAIT_SLICES (-1)
 #endif
-#ifndef LUTMM_PREWAIT_AFTER  // experiments: -DLUTMM_PREWAIT_AFTER=1 dequantizes those slices after the wait instead
-#define LUTMM_PREWAIT_AFTER 0
-#endif
 #ifndef LUTMM_L2_AHEAD  // experiments: -DLUTMM_L2_AHEAD=n through LUTMM_NVRTC_OPTIONS overrides the choice
 #define LUTMM_L2_AHEAD (-1)
 #endif
@@ -70,13 +67,13 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // and M = 16 1.01-1.02x; Stream-K, whose runs start mid-tile, up to 1.27x: never there). Only where launches
   // overlap (sm_90+): before, it would only hold x's copies back behind W's first stage. On an H100 (v1.48) the
   // rule was 1.029x slower than off over every M <= 8 shape (up to 1.28x where blocks start after the dependency is
-  // met: x's copies wait behind the slices); -DLUTMM_PREWAIT_AFTER=1 dequantizes them after the wait, under x's first
-  // copies, instead: as slow there (v1.49: 1.020x). -DLUTMM_PREWAIT_SLICES=P forces P (0: off). A run-time gate
-  // (only blocks of 8+ k tiles outside cluster launches) waits for its device run: docs/experiments/prewait-gate.patch.
+  // met: x's copies wait behind the slices); dequantizing them after the wait, under x's first copies, was as slow
+  // there (v1.49: 1.020x; docs/experiments/prewait-after.patch). -DLUTMM_PREWAIT_SLICES=P forces P (0: off). A
+  // run-time gate (only blocks of 8+ k tiles outside cluster launches) waits for its device run:
+  // docs/experiments/prewait-gate.patch.
   constexpr int kPrewaitRule =
       ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8) : 0;
   constexpr int kPrewaitWanted = LUTMM_PREWAIT_SLICES >= 0 ? LUTMM_PREWAIT_SLICES : kPrewaitRule;
-  constexpr bool kPrewaitAfter = LUTMM_PREWAIT_AFTER != 0;
   constexpr int kPrewaitSlices = K::kStreamK || K::kWInRegisters ? 0
                                  : kPrewaitWanted < K::kGroupSlices ? kPrewaitWanted
                                                                     : K::kGroupSlices;
@@ -179,12 +176,8 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   };
   // kPrewaitSlices > 0: this warp's first slices of the first k tile, dequantized (unscaled) from stage 0.
   uint32_t a_pre[kPrewaitSlices > 0 ? kPrewaitSlices : 1][K::kFragsN][4];
-  auto prewait_dequantize = [&]() {
-    if constexpr (kPrewaitAfter) {
-      ptx::cp_async_wait<2 * K::kStages - 3>();  // stage 0's W (the x copies since are kStages - 1 groups more)
-    } else {
-      ptx::cp_async_wait<K::kStages - 2>();  // stage 0's W (a commit a stage above)
-    }
+  if constexpr (kPrewaitSlices > 0) {
+    ptx::cp_async_wait<K::kStages - 2>();  // stage 0's W (a commit a stage above)
     __syncthreads();                       // ... and the table, from every thread
     w_bars.wait(0, 0);
     const uint32_t* ws = reinterpret_cast<const uint32_t*>(Layout::w(smem, 0));
@@ -204,8 +197,7 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
         }
       }
     }
-  };
-  if constexpr (kPrewaitSlices > 0 && !kPrewaitAfter) prewait_dequantize();
+  }
   timeline.mark_before_wait(1);
   if (p.dependents_early) ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
@@ -221,7 +213,6 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
     }
     ptx::cp_async_commit();
   }
-  if constexpr (kPrewaitSlices > 0 && kPrewaitAfter) prewait_dequantize();  // (under x's first copies)
 
   float part[kScaleInAcc ? K::kFragsN : 1][kScaleInAcc ? K::kFragsM : 1][4];  // one group's partial sums
 
