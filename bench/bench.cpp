@@ -172,7 +172,8 @@ std::string shape_text(const Shape& s) { return fmt::format("M={} N={} K={}", s.
 std::string launch_text(const LaunchChoices& l) {
   std::string text;
   for (const auto& [on, name] : {std::pair{l.cluster_split, "cluster"}, std::pair{l.split_spread, "spread"},
-                                 std::pair{l.split_flagged, "flagged"}, std::pair{l.dependents_early, "early"}}) {
+                                 std::pair{l.split_flagged, "flagged"}, std::pair{l.dependents_early, "early"},
+                                 std::pair{l.prewait, "prewait"}}) {
     if (on) text += (text.empty() ? "" : "+") + std::string(name);
   }
   return text;

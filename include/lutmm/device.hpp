@@ -17,6 +17,14 @@ struct DeviceInfo {
   int max_threads_per_sm = 0;
   int regs_per_sm = 0;
   bool shared_via_mps = false;      // contexts on it are MPS clients (which may get only part of the SMs)
+  int sm_clock_khz = 0;             // peak SM clock; 0 where the driver does not report it
+  int64_t memory_bytes_per_second = 0;  // peak DRAM bandwidth (memory clock x bus width); 0 where not reported
+  // Peak DRAM bytes per SM per SM clock: what one SM's share of HBM brings it in a cycle (H100 SXM ~12.8, H200
+  // ~18.8); 0 where unknown.
+  double memory_bytes_per_sm_clock() const {
+    return sm_count > 0 && sm_clock_khz > 0 ? static_cast<double>(memory_bytes_per_second) / sm_count / (sm_clock_khz * 1e3)
+                                            : 0.0;
+  }
   int arch() const { return cc_major * 10 + cc_minor; }  // 80, 86, 89, 90, 100, ...
 };
 

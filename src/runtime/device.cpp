@@ -54,6 +54,19 @@ DeviceInfo query(int device) {
   int mps = 0;  // (a driver that does not know the attribute has no MPS to report)
   if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) cudaGetLastError();
   info.shared_via_mps = mps != 0;
+  // (optional: a driver or virtual GPU that does not report them leaves 0, "unknown")
+  auto optional_attribute = [device](cudaDeviceAttr attr) {
+    int value = 0;
+    if (cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return value;
+  };
+  info.sm_clock_khz = optional_attribute(cudaDevAttrClockRate);
+  const int64_t memory_khz = optional_attribute(cudaDevAttrMemoryClockRate);
+  const int64_t bus_bits = optional_attribute(cudaDevAttrGlobalMemoryBusWidth);
+  info.memory_bytes_per_second = 2 * memory_khz * 1000 * bus_bits / 8;  // (double data rate)
   return info;
 }
 

@@ -109,12 +109,12 @@ Workspace& workspace_for(int device, cudaStream_t stream, size_t float_bytes, si
 // ---- loaded kernels, keyed by everything that changes the generated source ----
 struct KernelKey {
   int device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m, warps_k,
-      lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread;
+      lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread, prewait;
   std::vector<std::string> developer_options;  // (LUTMM_NVRTC_OPTIONS: a kernel built with others is another kernel)
   auto tie() const {
     return std::tie(device, family, stream_k, arch, bits, group, bf16, tile_n, tile_m, tile_k, stages, warps_n, warps_m,
                     warps_k, lut_row_bytes, w_in_registers, min_blocks, x_multicast, warp_specialized, split_spread,
-                    developer_options);
+                    prewait, developer_options);
   }
   bool operator<(const KernelKey& o) const { return tie() < o.tie(); }
 };
@@ -127,18 +127,18 @@ struct ReadyKernel {
 std::mutex g_kernel_mutex;
 std::map<KernelKey, ReadyKernel> g_kernels;
 
-ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, bool split_spread = false) {
+ReadyKernel ready_kernel(const Problem& p, const KernelConfig& c, const DeviceInfo& dev, KernelVariant variant = {}) {
   const KernelKey key{dev.index, c.family, c.split_k == kStreamK, dev.arch(), p.bits, kernel_group(p),
                       p.dtype == DType::bf16, c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, c.warps_k,
                       lut_row_bytes(c.lut), c.w_in_registers, c.min_blocks, c.x_multicast, c.warp_specialized,
-                      split_spread, developer_nvrtc_options()};
+                      variant.split_spread, variant.prewait, developer_nvrtc_options()};
   {
     std::lock_guard lock(g_kernel_mutex);
     auto it = g_kernels.find(key);
     if (it != g_kernels.end()) return it->second;
   }
   ReadyKernel r;
-  r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch(), split_spread));
+  r.kernel = jit::get_kernel(gemm_kernel_request(p, c, dev.arch(), variant));
   r.shared_bytes = config_dynamic_shared_bytes(c, p);
   r.kernel->set_max_dynamic_shared_memory(r.shared_bytes);
   std::lock_guard lock(g_kernel_mutex);
@@ -199,6 +199,14 @@ bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clust
   }();
   return enabled && !clusters && splits >= 2 && splits <= 16 && c.split_k != kStreamK && c.tile_m == 64 &&
          std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
+}
+
+// The slices a warp of c's pre-wait variant dequantizes before the dependency wait (kernels/gemm_sm80_config.cuh:
+// sm80_prewait_slices); 0 where c has no such variant.
+int prewait_slices_of(const KernelConfig& c) {
+  return c.family == 80 ? sm80_prewait_slices(c.tile_n, c.tile_m, c.tile_k, c.warps_n, c.warps_m, c.warps_k,
+                                              c.split_k == kStreamK, c.w_in_registers)
+                        : 0;
 }
 }  // namespace
 
@@ -303,13 +311,18 @@ double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
   int arch = arch_override;
   if (arch == 0) arch = current_device_info().arch();
   if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
-  const jit::CompiledKernel k = jit::compile_cached(gemm_kernel_request(p, c, arch));
-  // The spread split-K variant too where a run may launch it (the split count and residency are only known
-  // on the GPU: any split count up to 8 counts here), so a precompiled cache leaves nothing to compile.
-  double spread_ms = 0;
-  if (spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false))
-    spread_ms = jit::compile_cached(gemm_kernel_request(p, c, arch, /*split_spread=*/true)).compile_ms;
-  return std::max(k.compile_ms, spread_ms);  // (per kernel: the JIT's budget is per kernel)
+  // The variants too where a run may launch them (the split count, residency and the GPU's bandwidth are only known
+  // on the GPU: any split count up to 8 counts for the spread sum, any run of enough k tiles for the pre-wait
+  // slices), so a precompiled cache leaves nothing to compile.
+  const bool spread = spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false);
+  const bool prewait = arch >= 90 && prewait_slices_of(c) > 0 &&
+                       packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / c.tile_k >= kSm80PrewaitMinKTiles;
+  double slowest_ms = 0;  // (per kernel: the JIT's budget is per kernel)
+  for (const KernelVariant v : {KernelVariant{}, KernelVariant{.split_spread = true}, KernelVariant{.prewait = true},
+                                KernelVariant{.split_spread = true, .prewait = true}})
+    if ((!v.split_spread || spread) && (!v.prewait || prewait))
+      slowest_ms = std::max(slowest_ms, jit::compile_cached(gemm_kernel_request(p, c, arch, v)).compile_ms);
+  return slowest_ms;
 }
 
 namespace {
@@ -342,6 +355,7 @@ struct Plan {
   scheduler::StreamKDivisors stream_k{};  // GemmParams::stream_k (Stream-K's schedule; unused by split-K)
   bool dependents_early = false;  // GemmParams::dependents_early (early_dependents)
   bool split_spread = false;      // the kernel is the SplitSpread variant (spread_pays, one_wave)
+  bool prewait = false;           // ... and / or the PrewaitFirstSlices variant (prewait_first_slices)
   bool split_flagged = false;     // split-K over flagged slots (flagged_split_k)
   SplitKWorkspace workspace_need;
   uint64_t workspace_generation = 0;
@@ -361,6 +375,27 @@ struct Plan {
 bool dependent_launch(const DeviceInfo& dev) {
   static const bool enabled = env_switch_on("LUTMM_PDL");
   return enabled && dev.arch() >= 90;
+}
+
+// Whether the sm80-family kernel is launched as its pre-wait variant (PrewaitFirstSlices<K>, kernels/gemm_sm80.cuh),
+// whose warps dequantize their first slices while the previous kernel drains. Only where that pays:
+//  * a dependent launch (sm_90+) of a config that has the variant (prewait_slices_of), without clusters;
+//  * every split at least kSm80PrewaitMinKTiles k tiles long: the measured gains were all blocks of 8+ (v1.47), and
+//    blocks of 2-4 and cluster launches lost 1.02-1.29x on an H100 (v1.48-v1.49);
+//  * a GPU whose HBM brings each SM at least kPrewaitBytesPerSmClock bytes a clock, where the decode loop binds and
+//    not the stream (v1.43): the H200 (~18.8) gained (1 x 8192^2 0.97x, 1-2 x 8192 x 28672 0.985-0.99x), the
+//    H100 (~12.8) did not (1 x 8192^2 1.015x, 2 x 8192^2 1.028x, the 8192 x 28672 layers 1.00x; v1.50).
+// LUTMM_PREWAIT=0 turns it off; =1 drops the bandwidth condition (for comparisons, and the tests on any sm_90 GPU).
+constexpr double kPrewaitBytesPerSmClock = 16.0;
+
+bool prewait_first_slices(const DeviceInfo& dev, const KernelConfig& c, int k_tiles, int splits, bool clusters) {
+  const char* forced = std::getenv("LUTMM_PREWAIT");  // (read per plan: tests set it around a call)
+  const std::string_view mode = forced != nullptr ? forced : "";
+  if (mode == "0" || !dependent_launch(dev) || clusters || prewait_slices_of(c) <= 0 || splits < 1) return false;
+  const int per_split = (k_tiles + splits - 1) / splits;
+  const int shortest = std::min(per_split, k_tiles - (splits - 1) * per_split);
+  if (shortest < kSm80PrewaitMinKTiles) return false;
+  return mode == "1" || dev.memory_bytes_per_sm_clock() >= kPrewaitBytesPerSmClock;
 }
 
 // sm_90+: the splits of an output tile run as one thread-block cluster and add up their partial tiles
@@ -483,17 +518,19 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   plan.workspace_need = split_k_workspace(c, p, dev);
   const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
   const bool clusters = plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1;
+  // Under split-K every split but the last has k_tiles_per_split (launch); Stream-K has no pre-wait variant.
+  plan.prewait = c.split_k != kStreamK && prewait_first_slices(dev, c, plan.k_tiles, plan.splits, clusters);
   // The spread variant where it pays and the grid is one wave of it, else the plain kernel (loaded only
   // then: a first call compiles just the kernel it launches). (An MPS client may get only part of the SMs:
   // fewer resident blocks than the SM count promises.)
   if (!dev.shared_via_mps && spread_pays(c, p, plan.splits, clusters)) {
-    ReadyKernel spread = ready_kernel(p, c, dev, /*split_spread=*/true);
+    ReadyKernel spread = ready_kernel(p, c, dev, {.split_spread = true, .prewait = plan.prewait});
     if (one_wave(dev, c, spread, blocks)) {
       plan.kernel = spread;
       plan.split_spread = true;
     }
   }
-  if (!plan.split_spread) plan.kernel = ready_kernel(p, c, dev);
+  if (!plan.split_spread) plan.kernel = ready_kernel(p, c, dev, {.prewait = plan.prewait});
   plan.dependents_early = early_dependents(dev, c, p, plan.kernel, blocks, clusters);  // (the kernel launched)
   plan.split_flagged = !plan.split_spread && flagged_split_k(dev, c, p, plan.kernel, plan.splits, blocks, clusters);
   return plan;
@@ -513,7 +550,7 @@ LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   bool cacheable = false;
   const Plan plan = make_plan(key, p, device_info(device, key.sm_count), options, cacheable);
   return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread, plan.launch.cluster_z > 1,
-          plan.split_flagged};
+          plan.split_flagged, plan.prewait};
 }
 
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "lutmm/error.hpp"
+
 namespace lutmm {
 
 int kernel_group(const Problem& p) { return p.group_size >= p.k ? 0 : p.group_size; }
@@ -38,7 +40,7 @@ std::vector<std::string> developer_nvrtc_options() {
   return options;
 }
 
-jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch, bool split_spread) {
+jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c, int arch, KernelVariant variant) {
   // split-K is a launch parameter: the comment names the kernel with it normalised, so every split of one
   // tile shape is the same source, cache key and loaded module.
   KernelConfig kernel = c;
@@ -54,19 +56,24 @@ jit::CompileRequest gemm_kernel_request(const Problem& p, const KernelConfig& c,
           : fmt::format("Sm80Kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, group, bf16,
                         c.tile_n, c.tile_m, c.tile_k, c.stages, c.warps_n, c.warps_m, lut_bytes, c.w_in_registers,
                         c.warps_k, c.split_k == kStreamK);
-  if (split_spread) traits = fmt::format("SplitSpread<lutmm::{}>", traits);  // (epilogue/epilogue.cuh)
+  if (variant.prewait) {
+    if (c.family != 80) throw_argument_error("variant.prewait", "an sm80-family config", c.name());
+    traits = fmt::format("PrewaitFirstSlices<lutmm::{}>", traits);  // (kernels/gemm_sm80_config.cuh)
+  }
+  if (variant.split_spread) traits = fmt::format("SplitSpread<lutmm::{}>", traits);  // (epilogue/epilogue.cuh)
   const char* family = c.family == 90 ? "sm90" : "sm80";
   const std::string name = fmt::format("lutmm_gemm_{}", family);  // (one name per family: `ncu -k` finds both sm90 kernels)
   const std::string entry = c.family == 90 && c.warp_specialized ? "sm90_ws" : family;  // header and function
   const bool x_map = kernel_takes_x_map(c);
   return request(name, arch, fmt::format(
-      "// lutmm generated: {cfg} b{bits} g{group} {dtype}{spread}\n"
+      "// lutmm generated: {cfg} b{bits} g{group} {dtype}{spread}{prewait}\n"
       "#include \"lutmm/kernels/gemm_{entry}.cuh\"\n"
       "using Kernel = lutmm::{traits};\n"
       "extern \"C\" __global__ void __launch_bounds__(Kernel::kBlockThreads, {min_blocks})\n"
       "{name}(const __grid_constant__ lutmm::GemmParams p{map_param}) {{ lutmm::gemm_{entry}<Kernel>(p{map_arg}); }}\n",
       fmt::arg("cfg", kernel.name()), fmt::arg("bits", p.bits), fmt::arg("group", group),
-      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("spread", split_spread ? " split-spread" : ""),
+      fmt::arg("dtype", bf16 ? "bf16" : "fp16"), fmt::arg("spread", variant.split_spread ? " split-spread" : ""),
+      fmt::arg("prewait", variant.prewait ? " prewait" : ""),
       fmt::arg("entry", entry), fmt::arg("traits", traits),
       fmt::arg("min_blocks", c.min_blocks), fmt::arg("name", name),
       fmt::arg("map_param", x_map ? ", const __grid_constant__ lutmm::ptx::TensorMap x_map" : ""),

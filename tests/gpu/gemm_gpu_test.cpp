@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "jit/jit.hpp"
+#include "jit/jit_test_util.hpp"  // (ScopedEnv)
 #include "lutmm/lutmm.hpp"
 #include "runtime/kernel_shapes.hpp"
 #include "runtime/launch_choices.hpp"
@@ -334,6 +335,38 @@ TEST(GemmGpu, SplitKIsDeterministic) {
   REQUIRE_GPU();
   for (const char* name : {"sm80_n64_m8_k128_s4_w4x1_sk8_lutsmem", "sm80_n128_m64_k64_s4_w4x2_sk4_lutreg"})
     expect_deterministic(problem(5, 4096, 4096, 4, 128, DType::bf16), name, 4);
+}
+
+// On sm_90+ the runtime launches the pre-wait variant (kernels/gemm_sm80_config.cuh: PrewaitFirstSlices, warps
+// dequantize their first slices before the dependency wait) only where every split has at least 8 k tiles, outside
+// cluster launches, on GPUs whose HBM outruns the decode loop (runtime/gemm.cpp: prewait_first_slices);
+// LUTMM_PREWAIT=1 drops the last condition, so this runs the variant on any sm_90 GPU. 16 k tiles in two splits take
+// it, 15 (splits of 8 and 7) do not; both must match the reference and be bitwise the same run after run.
+// (Each setting has shapes of its own: gemm() caches a plan per shape and config.)
+TEST(GemmGpu, PrewaitVariantOnlyWhereEverySplitIsLong) {
+  REQUIRE_GPU();
+  const DeviceInfo& dev = current_device_info();
+  if (dev.arch() >= 90)
+    EXPECT_GT(dev.memory_bytes_per_sm_clock(), 0.0) << "the driver reports no memory clock or bus width";
+  const char* const names[] = {"sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem", "sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem256"};
+  {
+    jit::testing::ScopedEnv forced("LUTMM_PREWAIT", "1");
+    for (const char* name : names)
+      for (int64_t k_tiles : {16, 15})
+        for (int64_t m : {1, 5})
+          for (int bits : {3, 4}) {
+            if (bits == 3 && std::string(name).ends_with("256")) continue;  // (the 256-byte rows are 4-bit only)
+            const Problem p = problem(m, 4096, k_tiles * 128, bits, 128, bits == 3 ? DType::f16 : DType::bf16);
+            const KernelConfig c = KernelConfig::parse(name);
+            const LaunchChoices l = launch_choices(p, c);
+            EXPECT_FALSE(l.cluster_split) << name << ": the test needs a launch without clusters";
+            EXPECT_EQ(l.prewait, dev.arch() >= 90 && k_tiles == 16) << name << " " << p.str();
+            expect_passes(p, c, m == 5);
+            expect_deterministic(p, name, 3);
+          }
+  }
+  jit::testing::ScopedEnv off("LUTMM_PREWAIT", "0");
+  EXPECT_FALSE(launch_choices(problem(1, 2048, 16 * 128, 4, 128, DType::bf16), KernelConfig::parse(names[1])).prewait);
 }
 
 // Small split-K GEMMs on sm_90+ reduce inside a thread-block cluster (runtime/gemm.cpp: cluster_split_k);

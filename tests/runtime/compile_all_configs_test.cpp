@@ -26,7 +26,7 @@ struct Job {
   Problem problem;
   KernelConfig config;
   int arch;
-  bool split_spread = false;  // the variant whose splits of a tile sum it together (runtime/gemm.cpp)
+  KernelVariant variant{};  // the split-spread and pre-wait variants (runtime/kernel_source.hpp)
 };
 
 TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
@@ -48,7 +48,11 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
           if (!config_invalid_reason(c, p, described_h200()).empty()) continue;
           jobs.push_back({p, c, arch});
           // the spread split-K variant: its epilogue differs, the main loop and dequantizers do not (4-bit)
-          if (bits == 4) jobs.push_back({p, c, arch, /*split_spread=*/true});
+          if (bits == 4) jobs.push_back({p, c, arch, {.split_spread = true}});
+          // the pre-wait variant (sm_90+, where launches overlap): 64 more registers through the first k tile
+          if (arch == 90 && shape.family == 80 &&
+              sm80_prewait_slices(c.tile_n, c.tile_m, c.tile_k, c.warps_n, c.warps_m, c.warps_k, false, false) > 0)
+            jobs.push_back({p, c, arch, {.prewait = true}});
           // the Stream-K instantiation where it is valid: forcible on sm90 tiles, offered on the sm80 decode
           // tiles (4-bit only there: the dequantizers are the split-K kernels')
           if (shape.family == 90 ? bits != 2 : shape.tile_m <= 16 && bits == 4) {
@@ -83,10 +87,11 @@ TEST(CompileAllConfigs, EveryKernelCompilesWithoutSpillsForSm80AndSm90a) {
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
       const Job& j = jobs[i];
-      const std::string what = fmt::format("{}{} {} sm_{}", j.config.name(), j.split_spread ? " (split-spread)" : "",
-                                           j.problem.str(), j.arch);
+      const std::string what =
+          fmt::format("{}{}{} {} sm_{}", j.config.name(), j.variant.split_spread ? " (split-spread)" : "",
+                      j.variant.prewait ? " (prewait)" : "", j.problem.str(), j.arch);
       try {
-        const jit::CompiledKernel k = jit::compile(gemm_kernel_request(j.problem, j.config, j.arch, j.split_spread));
+        const jit::CompiledKernel k = jit::compile(gemm_kernel_request(j.problem, j.config, j.arch, j.variant));
         std::lock_guard lock(mutex);
         if (k.cubin.empty()) failures.push_back(what + ": empty cubin");
         if (k.resources.spill_store_bytes != 0 || k.resources.spill_load_bytes != 0)

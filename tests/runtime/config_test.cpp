@@ -165,6 +165,36 @@ TEST(KernelConfig, StreamKRules) {
   EXPECT_NE(why.find("4096-byte epilogue tile in one 2048-byte stage"), std::string::npos) << why;
 }
 
+// The pre-wait variant's slices (kernels/gemm_sm80_config.cuh: sm80_prewait_slices): a warp's first slices of its
+// first k tile, at most 8 and at most 64 registers (16 / frags_n), on one-x-block warps whose run of a k tile is at
+// most two atoms; none under Stream-K, with W in registers, or on M = 16 warps.
+TEST(KernelConfig, PrewaitSlicesFollowTheMeasuredRule) {
+  auto slices = [](const char* name) {
+    const KernelConfig c = KernelConfig::parse(name);
+    return sm80_prewait_slices(c.tile_n, c.tile_m, c.tile_k, c.warps_n, c.warps_m, c.warps_k, c.split_k == kStreamK,
+                               c.w_in_registers);
+  };
+  EXPECT_EQ(slices("sm80_n128_m8_k256_s3_w4x1x2_sk4_lutsmem256"), 8);  // 1 x 8192^2's pick: 2 strips, 8 slices a run
+  EXPECT_EQ(slices("sm80_n256_m8_k128_s3_w4x1_sk8_lutsmem256"), 4);    // 4 strips a warp: 4 x 4 x 4 registers
+  EXPECT_EQ(slices("sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem"), 8);
+  EXPECT_EQ(slices("sm80_n64_m8_k64_s6_w4x1_sk1_lutsmem"), 4);         // the whole run of a 64-deep tile
+  EXPECT_EQ(slices("sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256"), 0);    // 16 slices a run
+  EXPECT_EQ(slices("sm80_n128_m16_k128_s4_w4x1_sk4_lutsmem256"), 0);   // two x blocks a warp
+  EXPECT_EQ(slices("sm80_n256_m8_k128_s3_w4x1_skstream_lutsmem256"), 0);
+  EXPECT_EQ(slices("sm80_n64_m8_k128_s4_w4x1_sk2_lutsmem_wreg"), 0);
+}
+
+// Peak DRAM bytes an SM gets a clock, from the device's reported clocks (0 where any is unknown).
+TEST(Device, MemoryBytesPerSmClock) {
+  DeviceInfo h200 = described_h200();
+  EXPECT_EQ(h200.memory_bytes_per_sm_clock(), 0.0);  // (nothing reported)
+  h200.sm_clock_khz = 1980000;
+  h200.memory_bytes_per_second = 2ll * 3201000 * 1000 * 6144 / 8;
+  EXPECT_NEAR(h200.memory_bytes_per_sm_clock(), 18.8, 0.1);
+  h200.sm_count = 0;
+  EXPECT_EQ(h200.memory_bytes_per_sm_clock(), 0.0);
+}
+
 // The staged epilogue tile's index (epilogue_tile_index): each row's values in their own row, the accumulator
 // fragment stores of a warp on 32 different banks (unpadded rows too, through the swizzle), and the aligned runs of
 // 4 and 8 floats that the readers take contiguous.

@@ -58,21 +58,21 @@ LUTMM_DEVICE void gemm_sm80(const GemmParams& p) {
   // enough in flight themselves (2 or 6 tiles ahead: no gain or slower; docs/NOTES.md, v1.5).
   constexpr int kL2Ahead = LUTMM_L2_AHEAD >= 0 ? LUTMM_L2_AHEAD : (K::kWInRegisters ? 4 : 0);
   constexpr int kGroup = K::kGroup;  // 0: one scale per row
-  // Slices of the first k tile a warp dequantizes before the dependency wait, into registers: a dependent
-  // launch's blocks are resident a few us before the previous kernel releases them, with W's first stages and
-  // the table in shared memory but the SM's pipes idle, and the loop after the wait is bound by the SM's issue
-  // (docs/NOTES.md, v1.43 and v1.47). Costs kPrewaitSlices x kFragsN x 4 registers through the first k tile.
-  // Where it measured faster (v1.47, H200: 1 x 8192^2 0.97x, 1-2 x 8192 x 28672 0.985-0.99x): one x block a
-  // warp, a warp's run of a k tile at most two atoms, at most 64 such registers. Slower elsewhere (16-slice runs
-  // and M = 16 1.01-1.02x; Stream-K, whose runs start mid-tile, up to 1.27x: never there). Only where launches
-  // overlap (sm_90+): before, it would only hold x's copies back behind W's first stage. On an H100 (v1.48) the
-  // rule was 1.029x slower than off over every M <= 8 shape (up to 1.28x where blocks start after the dependency is
-  // met: x's copies wait behind the slices); dequantizing them after the wait, under x's first copies, was as slow
-  // there (v1.49: 1.020x; docs/experiments/prewait-after.patch). -DLUTMM_PREWAIT_SLICES=P forces P (0: off). A
-  // run-time gate (only blocks of 8+ k tiles outside cluster launches) waits for its device run:
-  // docs/experiments/prewait-gate.patch.
+  // Slices of the first k tile a warp dequantizes before the dependency wait, into registers (PrewaitFirstSlices<K>,
+  // kernels/gemm_sm80_config.cuh): a dependent launch's blocks are resident a few us before the previous kernel
+  // releases them, with W's first stages and the table in shared memory but the SM's pipes idle, and where the
+  // decode loop, not HBM, binds (the H200's 8192^2), the loop after the wait is bound by the SM's issue
+  // (docs/NOTES.md, v1.43 and v1.47: H200 1 x 8192^2 0.97x, 1-2 x 8192 x 28672 0.985-0.99x). Costs
+  // kPrewaitSlices x kFragsN x 4 registers through the first k tile. Only in the variant, which the runtime
+  // launches on sm_90+ (where launches overlap) for runs of 8+ k tiles outside cluster launches, on GPUs whose
+  // HBM outruns the loop (runtime/gemm.cpp: prewait_first_slices); compiled into every kernel it was 1.024x
+  // slower over every M <= 8 shape on an H100, 1.2x on small ones that never took it (v1.48-v1.50).
+  // -DLUTMM_PREWAIT_SLICES=P forces P on every kernel (0: off everywhere).
   constexpr int kPrewaitRule =
-      ptx::kDependentLaunch && K::kFragsM == 1 && K::kGroupSlices <= 8 ? (16 / K::kFragsN < 8 ? 16 / K::kFragsN : 8) : 0;
+      K::kPrewait && ptx::kDependentLaunch
+          ? sm80_prewait_slices(K::kTileN, K::kTileM, K::kTileK, K::kWarpsN, K::kWarpsM, K::kWarpsK, K::kStreamK,
+                                K::kWInRegisters)
+          : 0;
   constexpr int kPrewaitWanted = LUTMM_PREWAIT_SLICES >= 0 ? LUTMM_PREWAIT_SLICES : kPrewaitRule;
   constexpr int kPrewaitSlices = K::kStreamK || K::kWInRegisters ? 0
                                  : kPrewaitWanted < K::kGroupSlices ? kPrewaitWanted

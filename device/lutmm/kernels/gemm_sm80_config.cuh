@@ -67,6 +67,21 @@ LUTMM_HOST_DEVICE constexpr int sm80_shared_bytes(int bits, int group, int tile_
          sm80_dynamic_shared_bytes(bits, group, tile_n, tile_m, tile_k, stages, lut_row_bytes, w_in_registers);
 }
 
+// Slices of its first k tile a warp of the PrewaitFirstSlices<K> variant dequantizes before the dependency wait
+// (kernels/gemm_sm80.cuh): one x block a warp (frags_m 1), a warp's run of a k tile at most 8 slices (two atoms),
+// at most 64 registers held through the first k tile (8 slices of one strip, 4 of two, ...); never Stream-K (its
+// runs start mid-tile: up to 1.27x slower, docs/NOTES.md v1.47) nor W in registers. 0: the config has no variant.
+LUTMM_HOST_DEVICE constexpr int sm80_prewait_slices(int tile_n, int tile_m, int tile_k, int warps_n, int warps_m,
+                                                    int warps_k, bool stream_k, bool w_in_registers) {
+  const int frags_n = tile_n / warps_n / 16, frags_m = tile_m / warps_m / 8, group_slices = tile_k / 16 / warps_k;
+  if (stream_k || w_in_registers || frags_m != 1 || group_slices > 8 || frags_n < 1) return 0;
+  const int wanted = 16 / frags_n < 8 ? 16 / frags_n : 8;
+  return wanted < group_slices ? wanted : group_slices;
+}
+// The shortest run of k tiles a block of the variant may have (runtime/gemm.cpp launches it only where every split
+// has at least this many): every measured gain was a block of 8 or more (v1.47), and blocks of 2-4 lost (v1.48).
+inline constexpr int kSm80PrewaitMinKTiles = 8;
+
 // kGroup = 0 means one scale per row (group_size == K).
 // kWInRegisters: each warp loads its W strips global -> registers one k tile ahead instead of through the
 // shared-memory stages (saves the shared-memory write and read of every W byte).
@@ -87,6 +102,7 @@ struct Sm80Kernel {
   static constexpr bool kWgmmaLayout = false;  // x in the ldmatrix layout (the sm90 family's differs)
   static constexpr bool kStreamK = kStreamK_;  // a run of items per block, or one split-K item
   static constexpr bool kSplitSpread = false;  // (epilogue/epilogue.cuh: SplitSpread<K>)
+  static constexpr bool kPrewait = false;      // (PrewaitFirstSlices<K>, below)
   static constexpr bool kFlaggedSums = true;   // split-K and Stream-K tiles may be summed from flagged slots
   // Cluster split-K pulls the splits' shares (epilogue::finish_in_cluster): pushing them by bulk copies made
   // the small sm80 cluster GEMMs 1-14% slower (2 x 1536 x 1536 2.90 -> 3.30 us; docs/NOTES.md v1.27).
@@ -133,6 +149,15 @@ struct Sm80Kernel {
   static_assert(kLutRowBytes == 0 || kLutRowBytes == 128 || (kLutRowBytes == 256 && kBits == 4),
                 "pair-table rows of 128 bytes, or 256 for 4-bit codes");
   static_assert(kWBytes % 16 == 0 && kXBytes % 16 == 0 && (kScaleRows * kTileN * 2) % 16 == 0, "16-byte copies");
+};
+
+// The variant of an sm80-family kernel whose warps dequantize their first sm80_prewait_slices slices before the
+// dependency wait (kernels/gemm_sm80.cuh). A variant of its own rather than a run-time branch: compiled into a kernel,
+// the pre-wait code cost blocks that never take it up to 1.2x (H100, docs/NOTES.md v1.50: the peeled first k tile and
+// the per-stage commits change the whole kernel's code), so the runtime launches it only where it pays.
+template <class K>
+struct PrewaitFirstSlices : K {
+  static constexpr bool kPrewait = true;
 };
 
 }  // namespace lutmm
