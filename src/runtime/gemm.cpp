@@ -201,6 +201,12 @@ bool spread_pays(const KernelConfig& c, const Problem& p, int splits, bool clust
          std::min<int64_t>(p.m, c.tile_m) * c.tile_n * 4 * splits >= min_bytes;
 }
 
+// The k tiles of the shortest of `splits` splits: each takes ceil(k_tiles / splits), the last what is left.
+int shortest_split_k_tiles(int k_tiles, int splits) {
+  const int per_split = (k_tiles + splits - 1) / splits;
+  return std::min(per_split, k_tiles - (splits - 1) * per_split);
+}
+
 // The slices a warp of c's pre-wait variant dequantizes before the dependency wait (kernels/gemm_sm80_config.cuh:
 // sm80_prewait_slices); 0 where c has no such variant.
 int prewait_slices_of(const KernelConfig& c) {
@@ -311,12 +317,13 @@ double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
   int arch = arch_override;
   if (arch == 0) arch = current_device_info().arch();
   if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
-  // The variants too where a run may launch them (the split count, residency and the GPU's bandwidth are only known
-  // on the GPU: any split count up to 8 counts for the spread sum, any run of enough k tiles for the pre-wait
-  // slices), so a precompiled cache leaves nothing to compile.
+  // The variants too where a run may launch them (an automatic split count, residency and the GPU's bandwidth are
+  // only known on the GPU: up to 8 splits count for the spread sum, and for the pre-wait slices every split of a
+  // fixed count, or the whole K as one, long enough), so a precompiled cache leaves nothing to compile.
   const bool spread = spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false);
+  const int k_tiles = packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / c.tile_k;
   const bool prewait = arch >= 90 && prewait_slices_of(c) > 0 &&
-                       packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / c.tile_k >= kSm80PrewaitMinKTiles;
+                       shortest_split_k_tiles(k_tiles, std::max(c.split_k, 1)) >= kSm80PrewaitMinKTiles;
   double slowest_ms = 0;  // (per kernel: the JIT's budget is per kernel)
   for (const KernelVariant v : {KernelVariant{}, KernelVariant{.split_spread = true}, KernelVariant{.prewait = true},
                                 KernelVariant{.split_spread = true, .prewait = true}})
@@ -392,9 +399,7 @@ bool prewait_first_slices(const DeviceInfo& dev, const KernelConfig& c, int k_ti
   const char* forced = std::getenv("LUTMM_PREWAIT");  // (read per plan: tests set it around a call)
   const std::string_view mode = forced != nullptr ? forced : "";
   if (mode == "0" || !dependent_launch(dev) || clusters || prewait_slices_of(c) <= 0 || splits < 1) return false;
-  const int per_split = (k_tiles + splits - 1) / splits;
-  const int shortest = std::min(per_split, k_tiles - (splits - 1) * per_split);
-  if (shortest < kSm80PrewaitMinKTiles) return false;
+  if (shortest_split_k_tiles(k_tiles, splits) < kSm80PrewaitMinKTiles) return false;
   return mode == "1" || dev.memory_bytes_per_sm_clock() >= kPrewaitBytesPerSmClock;
 }
 
