@@ -2,7 +2,7 @@
 # Builds the lutmm command and test_gpu with one of this folder's patches applied into .gpubin/DIR (with libfmt), for
 # a recipe run as LUTMM_PREBUILT=.gpubin/DIR, then takes the patch back out and rebuilds, so the tree and build/ are
 # main's again. Run after scripts/gpu-bundle (which fills .gpubin/ itself).
-#   docs/experiments/bundle-patched.sh prewait-gate.patch pg
+#   docs/experiments/bundle-patched.sh m16-more-warps.patch m16
 #   docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk
 set -euo pipefail
 cd "$(dirname "$0")/../.."
