@@ -65,8 +65,13 @@ struct ConfigChoice {
   ConfigSource source = ConfigSource::heuristic;
 };
 ConfigChoice chosen_config_with_source(const Problem& p);
-// Compiles (or loads from the cache) the kernel for (p, cfg) without running it, and its variant for a
-// split-K sum spread over the splits where a run may use it; returns the longest compile in ms, 0 when cached.
+// Compiles (or loads from the cache) the kernel for (p, cfg) without running it, and its variants where a run may
+// launch them (the split-K sum spread over the splits; the first slices dequantized before the dependency wait, on
+// sm_90+ where every split is 8+ k tiles long); returns the longest compile in ms, 0 when cached. For arch_override
+// (0: the current GPU's), the variants any GPU of that architecture may take.
 double precompile(const Problem& p, const KernelConfig& cfg, int arch_override = 0);
+// The same for the GPU dev describes (current_device_info(), device_info(i)): only the variants it may take (an
+// H100 never takes the pre-wait slices).
+double precompile(const Problem& p, const KernelConfig& cfg, const DeviceInfo& dev);
 
 }  // namespace lutmm

@@ -312,25 +312,6 @@ ConfigChoice chosen_config_with_source(const Problem& p) {
   return choice;
 }
 
-double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
-  check_problem(p);
-  int arch = arch_override;
-  if (arch == 0) arch = current_device_info().arch();
-  if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
-  // The variants too where a run may launch them (an automatic split count, residency and the GPU's bandwidth are
-  // only known on the GPU: up to 8 splits count for the spread sum, and for the pre-wait slices every split of a
-  // fixed count, or the whole K as one, long enough), so a precompiled cache leaves nothing to compile.
-  const bool spread = spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false);
-  const int k_tiles = packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / c.tile_k;
-  const bool prewait = arch >= 90 && prewait_slices_of(c) > 0 &&
-                       shortest_split_k_tiles(k_tiles, std::max(c.split_k, 1)) >= kSm80PrewaitMinKTiles;
-  double slowest_ms = 0;  // (per kernel: the JIT's budget is per kernel)
-  for (const KernelVariant v : {KernelVariant{}, KernelVariant{.split_spread = true}, KernelVariant{.prewait = true},
-                                KernelVariant{.split_spread = true, .prewait = true}})
-    if ((!v.split_spread || spread) && (!v.prewait || prewait))
-      slowest_ms = std::max(slowest_ms, jit::compile_cached(gemm_kernel_request(p, c, arch, v)).compile_ms);
-  return slowest_ms;
-}
 
 namespace {
 
@@ -395,12 +376,37 @@ bool dependent_launch(const DeviceInfo& dev) {
 // LUTMM_PREWAIT=0 turns it off; =1 drops the bandwidth condition (for comparisons, and the tests on any sm_90 GPU).
 constexpr double kPrewaitBytesPerSmClock = 16.0;
 
-bool prewait_first_slices(const DeviceInfo& dev, const KernelConfig& c, int k_tiles, int splits, bool clusters) {
+// The device's half: whether dev takes the variant at all.
+bool prewait_on(const DeviceInfo& dev) {
   const char* forced = std::getenv("LUTMM_PREWAIT");  // (read per plan: tests set it around a call)
   const std::string_view mode = forced != nullptr ? forced : "";
-  if (mode == "0" || !dependent_launch(dev) || clusters || prewait_slices_of(c) <= 0 || splits < 1) return false;
-  if (shortest_split_k_tiles(k_tiles, splits) < kSm80PrewaitMinKTiles) return false;
+  if (mode == "0" || !dependent_launch(dev)) return false;
   return mode == "1" || dev.memory_bytes_per_sm_clock() >= kPrewaitBytesPerSmClock;
+}
+
+bool prewait_first_slices(const DeviceInfo& dev, const KernelConfig& c, int k_tiles, int splits, bool clusters) {
+  return !clusters && splits >= 1 && prewait_slices_of(c) > 0 &&
+         shortest_split_k_tiles(k_tiles, splits) >= kSm80PrewaitMinKTiles && prewait_on(dev);
+}
+
+// Compiles (or loads) c's kernel for arch and its variants where a run may launch them. The split count, residency
+// and clusters are only known at launch: up to 8 splits count for the spread sum where c's count is automatic, and
+// the pre-wait slices count where every split of c's fixed count (or the whole K as one split) is long enough, on
+// dev where it is given (lutmm::precompile without a device: on any GPU of arch).
+double precompile_kernels(const Problem& p, const KernelConfig& c, int arch, const DeviceInfo* dev) {
+  check_problem(p);
+  if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
+  const bool spread = spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false);
+  const int k_tiles = packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / c.tile_k;
+  const bool prewait = arch >= 90 && prewait_slices_of(c) > 0 &&
+                       shortest_split_k_tiles(k_tiles, std::max(c.split_k, 1)) >= kSm80PrewaitMinKTiles &&
+                       (dev == nullptr || prewait_on(*dev));
+  double slowest_ms = 0;  // (per kernel: the JIT's budget is per kernel)
+  for (const KernelVariant v : {KernelVariant{}, KernelVariant{.split_spread = true}, KernelVariant{.prewait = true},
+                                KernelVariant{.split_spread = true, .prewait = true}})
+    if ((!v.split_spread || spread) && (!v.prewait || prewait))
+      slowest_ms = std::max(slowest_ms, jit::compile_cached(gemm_kernel_request(p, c, arch, v)).compile_ms);
+  return slowest_ms;
 }
 
 // sm_90+: the splits of an output tile run as one thread-block cluster and add up their partial tiles
@@ -556,6 +562,15 @@ LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   const Plan plan = make_plan(key, p, device_info(device, key.sm_count), options, cacheable);
   return {plan.launch.overlap_previous, plan.dependents_early, plan.split_spread, plan.launch.cluster_z > 1,
           plan.split_flagged, plan.prewait};
+}
+
+double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
+  check_problem(p);  // (before asking for a GPU)
+  return precompile_kernels(p, c, arch_override != 0 ? arch_override : current_device_info().arch(), nullptr);
+}
+
+double precompile(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
+  return precompile_kernels(p, c, dev.arch(), &dev);
 }
 
 void gemm(const void* x, int64_t m, const WeightView& w, const void* bias, void* out, const GemmOptions& options) {

@@ -228,9 +228,9 @@ void TimingSession::fill(const Buffer& b, const std::vector<uint8_t>& pattern) {
 
 std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>& configs) {
   // One kernel per (tile shape, LUT placement, Stream-K or not): the split-K count is a launch parameter. Each
-  // is compiled as `lutmm precompile` does (with the spread split-K variant where a split could launch it), and
+  // is compiled as `lutmm precompile` does on this GPU (with the variants where a run could launch them), and
   // then every config's launch is planned as gemm() will plan it, which loads exactly the kernels its runs use
-  // (the Stream-K instantiation, the spread variant): no timed run compiles or loads.
+  // (the Stream-K instantiation, the spread and pre-wait variants): no timed run compiles or loads.
   std::map<std::string, size_t> request_of;  // the kernel's name -> index into kernels
   std::vector<size_t> kernel_index(configs.size());
   std::vector<KernelConfig> kernels;
@@ -247,7 +247,7 @@ std::vector<std::string> TimingSession::prepare(const std::vector<KernelConfig>&
   auto work = [&] {
     for (size_t i = next++; i < kernels.size(); i = next++) {
       try {
-        precompile(p_, kernels[i], dev_.arch());
+        precompile(p_, kernels[i], dev_);
       } catch (const Error& e) {
         kernel_errors[i] = e.what();
       }

@@ -118,7 +118,8 @@ int run_precompile(const PrecompileArgs& a) {
         std::string failure;
         double ms = 0;
         try {
-          ms = precompile(job.problem, job.config, job.arch_override);
+          ms = job.arch_override != 0 ? precompile(job.problem, job.config, job.arch_override)
+                                      : precompile(job.problem, job.config, current_device_info());
         } catch (const Error& e) {
           failure = fmt::format("{} {} on sm_{}: {}", job.problem.str(), job.config.name(), job.arch, e.what());
         }
