@@ -207,9 +207,15 @@ void print_environment() {
   for (int i = 0; i < count; ++i) {
     try {
       const DeviceInfo& d = device_info(i);
-      fmt::print("GPU {}: {}, compute capability {}.{}, {} SMs, L2 {}, memory {}, shared memory per block {}{}\n",
+      // (the peak rates as the driver reports them: the pre-wait variant follows their ratio, runtime/gemm.cpp)
+      const std::string peaks =
+          d.memory_bytes_per_sm_clock() > 0
+              ? fmt::format(", peak {:.2f} TB/s at {:.2f} GHz ({:.1f} bytes per SM a clock)",
+                            d.memory_bytes_per_second / 1e12, d.sm_clock_khz / 1e6, d.memory_bytes_per_sm_clock())
+              : std::string();
+      fmt::print("GPU {}: {}, compute capability {}.{}, {} SMs, L2 {}, memory {}{}, shared memory per block {}{}\n",
                  i, d.name, d.cc_major, d.cc_minor, d.sm_count, format_bytes(d.l2_bytes),
-                 format_bytes(d.memory_bytes), format_bytes(d.smem_per_block_optin),
+                 format_bytes(d.memory_bytes), peaks, format_bytes(d.smem_per_block_optin),
                  d.shared_via_mps ? ", shared through MPS" : "");
     } catch (const Error& e) {
       fmt::print("GPU {}: unavailable ({})\n", i, e.what());
