@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The open measurements of docs/NOTES.md v1.50, in one device call, in order of need, each under the time the call has
 # left (BUDGET seconds from the start, default 560; a step that does not fit is skipped and says so):
-#   0. prewait-variant.sh, on any GPU, where .gpubin/lutmm_head holds the build before the variant: its tests and its
-#      four-sided A/B (on an H100 the runtime never takes the variant: new against head checks that the plain kernels
-#      are v1.46's speed again; on an H200, new against pw0 is the variant's gain);
+#   0. prewait-variant.sh, on any GPU: its tests and its A/B (on an H100 the runtime never takes the variant: new
+#      against head, the build before where .gpubin/lutmm_base holds it, checks that the plain kernels are v1.46's
+#      speed again; on an H200, new against pw0 is the variant's gain);
 #   on an H200 only (an H100 has run them: v1.45, v1.48):
 #   1. bulk-w.sh: W by bulk copies, its GPU tests and A/B;
 #   2. whole-k-decode-tiles.sh, where .gpubin/wk holds the build with whole-k-decode-tiles.patch.
-# Results go to $OUT/NAME/ and $OUT/all.tgz. `cp .gpubin/lutmm /tmp/lutmm_head` at 2a82179 (before the variant), then
-# `scripts/gpu-bundle`, `cp /tmp/lutmm_head .gpubin/lutmm_head`, `docs/experiments/bundle-patched.sh
-# whole-k-decode-tiles.patch wk`, then on the device (carry .gpubin; name nvidia-h200, an H100 may come instead):
+# Results go to $OUT/NAME/ and $OUT/all.tgz. `LUTMM_BASELINE=2a82179 scripts/gpu-bundle` (2a82179: before the
+# variant), `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry .gpubin; name
+# nvidia-h200, an H100 may come instead):
 #   bash docs/experiments/pending.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -29,7 +29,7 @@ step() {  # step NAME NEEDED_SECONDS COMMAND...: runs COMMAND under what is left
 }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
-[ -x .gpubin/lutmm_head ] && step prewait-variant 280 bash docs/experiments/prewait-variant.sh
+step prewait-variant 280 bash docs/experiments/prewait-variant.sh
 if [[ $gpu == *H200* ]]; then
   step bulk-w 200 bash docs/experiments/bulk-w.sh 150
   [ -x .gpubin/wk/lutmm ] && step whole-k 90 env LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-decode-tiles.sh
