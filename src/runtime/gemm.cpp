@@ -384,23 +384,26 @@ bool prewait_on(const DeviceInfo& dev) {
   return mode == "1" || dev.memory_bytes_per_sm_clock() >= kPrewaitBytesPerSmClock;
 }
 
+// The config's half: c has the variant and each of `splits` splits of k_tiles is long enough for it.
+bool prewait_fits(const KernelConfig& c, int k_tiles, int splits) {
+  return splits >= 1 && prewait_slices_of(c) > 0 && shortest_split_k_tiles(k_tiles, splits) >= kSm80PrewaitMinKTiles;
+}
+
 bool prewait_first_slices(const DeviceInfo& dev, const KernelConfig& c, int k_tiles, int splits, bool clusters) {
-  return !clusters && splits >= 1 && prewait_slices_of(c) > 0 &&
-         shortest_split_k_tiles(k_tiles, splits) >= kSm80PrewaitMinKTiles && prewait_on(dev);
+  return !clusters && prewait_fits(c, k_tiles, splits) && prewait_on(dev);
 }
 
 // Compiles (or loads) c's kernel for arch and its variants where a run may launch them. The split count, residency
 // and clusters are only known at launch: up to 8 splits count for the spread sum where c's count is automatic, and
 // the pre-wait slices count where every split of c's fixed count (or the whole K as one split) is long enough, on
 // dev where it is given (lutmm::precompile without a device: on any GPU of arch).
+// (p checked by the caller)
 double precompile_kernels(const Problem& p, const KernelConfig& c, int arch, const DeviceInfo* dev) {
-  check_problem(p);
   if (arch < 80) throw_argument_error("arch", "80 or newer", std::to_string(arch));
   const bool spread = spread_pays(c, p, c.split_k > 0 ? c.split_k : 8, /*clusters=*/false);
   const int k_tiles = packed_shape(p.n, p.k, p.bits, p.group_size).k_padded / c.tile_k;
-  const bool prewait = arch >= 90 && prewait_slices_of(c) > 0 &&
-                       shortest_split_k_tiles(k_tiles, std::max(c.split_k, 1)) >= kSm80PrewaitMinKTiles &&
-                       (dev == nullptr || prewait_on(*dev));
+  const bool prewait =
+      arch >= 90 && prewait_fits(c, k_tiles, std::max(c.split_k, 1)) && (dev == nullptr || prewait_on(*dev));
   double slowest_ms = 0;  // (per kernel: the JIT's budget is per kernel)
   for (const KernelVariant v : {KernelVariant{}, KernelVariant{.split_spread = true}, KernelVariant{.prewait = true},
                                 KernelVariant{.split_spread = true, .prewait = true}})
@@ -570,6 +573,7 @@ double precompile(const Problem& p, const KernelConfig& c, int arch_override) {
 }
 
 double precompile(const Problem& p, const KernelConfig& c, const DeviceInfo& dev) {
+  check_problem(p);
   return precompile_kernels(p, c, dev.arch(), &dev);
 }
 
