@@ -34,8 +34,8 @@ struct PrecompileArgs {
 struct Job {
   Problem problem;
   KernelConfig config;
-  int arch_override = 0;  // 0: the current GPU
-  int arch = 0;           // for messages
+  int arch = 0;
+  const DeviceInfo* gpu = nullptr;  // the machine's GPU (its variants only); nullptr: any GPU of arch (--arch)
 };
 
 int run_precompile(const PrecompileArgs& a) {
@@ -52,8 +52,9 @@ int run_precompile(const PrecompileArgs& a) {
   // The whole job list first, so the bar knows its length and bad combinations are reported up front.
   std::vector<Job> jobs;
   std::vector<std::string> skipped;
+  const DeviceInfo* gpu = what_if ? nullptr : &current_device_info();
   for (int arch : archs) {
-    DeviceInfo dev = what_if ? what_if_device(arch) : current_device_info();
+    DeviceInfo dev = what_if ? what_if_device(arch) : *gpu;
     if (what_if && !a.gpu.empty()) dev.name = a.gpu;
     for (const Shape& s : shapes) {
       for (int bits : a.bits) {
@@ -80,7 +81,7 @@ int run_precompile(const PrecompileArgs& a) {
             configs.push_back(choose_config(p, dev, nullptr, nullptr));
             if (const KernelConfig h = heuristic_config(p, dev); h != configs.front()) configs.push_back(h);
           }
-          for (const KernelConfig& c : configs) jobs.push_back({p, c, what_if ? arch : 0, arch});
+          for (const KernelConfig& c : configs) jobs.push_back({p, c, arch, gpu});
         }
       }
     }
@@ -118,8 +119,8 @@ int run_precompile(const PrecompileArgs& a) {
         std::string failure;
         double ms = 0;
         try {
-          ms = job.arch_override != 0 ? precompile(job.problem, job.config, job.arch_override)
-                                      : precompile(job.problem, job.config, current_device_info());
+          ms = job.gpu != nullptr ? precompile(job.problem, job.config, *job.gpu)
+                                  : precompile(job.problem, job.config, job.arch);
         } catch (const Error& e) {
           failure = fmt::format("{} {} on sm_{}: {}", job.problem.str(), job.config.name(), job.arch, e.what());
         }
