@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -72,6 +73,15 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The cubins under dir (a kernel cache folder): what has been compiled into it.
+inline int64_t count_cubins(const std::filesystem::path& dir) {
+  int64_t n = 0;
+  if (!std::filesystem::exists(dir)) return 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    n += e.is_regular_file() && e.path().extension() == ".cubin";
+  return n;
+}
 
 // Points the disk cache at a fresh folder and empties the memory cache, for one test.
 class CacheTest : public ::testing::Test {

@@ -2,8 +2,6 @@
 // that GPU may take. NVRTC needs no GPU; the cubins written to a fresh cache folder say what was compiled.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "described_gpus.hpp"
 #include "jit/jit_test_util.hpp"
 #include "lutmm/gemm.hpp"
@@ -15,12 +13,7 @@ using jit::testing::ScopedEnv;
 
 class Precompile : public CacheTest {
  protected:
-  int cubins() const {
-    int n = 0;
-    for (const auto& f : std::filesystem::recursive_directory_iterator(dir_.path()))
-      n += f.path().extension() == ".cubin";
-    return n;
-  }
+  int64_t cubins() const { return jit::testing::count_cubins(dir_.path()); }
 };
 
 // An sm_90 GPU with HBM bringing each SM `bytes_per_sm_clock` bytes a clock at 1.98 GHz.

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "jit/jit_test_util.hpp"  // (count_cubins)
 #include "lutmm/lutmm.hpp"
 #include "tools/run_tool.hpp"
 
@@ -60,12 +61,7 @@ std::vector<std::string> row_starting(const std::string& text, const std::vector
   return {};
 }
 
-int64_t count_cubins(const fs::path& dir) {
-  int64_t n = 0;
-  if (!fs::exists(dir)) return 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file() && e.path().extension() == ".cubin";
-  return n;
-}
+using jit::testing::count_cubins;
 
 // --- usage ----------------------------------------------------------------------------------------------
 

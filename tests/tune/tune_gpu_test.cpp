@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -14,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "jit/jit_test_util.hpp"  // (count_cubins)
 #include "tune/timing.hpp"
 #include "tune_test_util.hpp"
 #include "verify.hpp"  // bench/verify.hpp: random inputs, output comparison, tolerances
@@ -252,9 +252,7 @@ TEST(TuneGpu, TuningCompilesOnlyTheKernelsOfTheCandidatesItReaches) {
   for (const CandidateTiming& c : r.candidates)
     if (c.note.find("screening share") != std::string::npos && reached.count(tuning_detail::kernel_name(c.config)) == 0)
       unreached.insert(tuning_detail::kernel_name(c.config));
-  size_t cubins = 0;
-  for (const auto& f : std::filesystem::directory_iterator(sandbox.dir() / "kernels"))
-    if (f.path().extension() == ".cubin") ++cubins;
+  const size_t cubins = static_cast<size_t>(jit::testing::count_cubins(sandbox.dir() / "kernels"));
   std::printf("%s: %zu kernels reached, %zu not reached, %zu compiled (prepare %.0f ms, measure %.0f ms)\n",
               p.str().c_str(), reached.size(), unreached.size(), cubins, r.prepare_ms, r.measure_ms);
   ASSERT_GT(unreached.size(), 16u) << "the budget should leave many kernels unreached";
