@@ -6,7 +6,8 @@
 # every M <= 8 shape plus M = 16 (2 rounds): head (the build before, $B/lutmm_base, where bundled: the pre-wait code
 # compiled into every eligible kernel), pw0 (LUTMM_PREWAIT=0: never), new (the runtime's rule) and pw1
 # (LUTMM_PREWAIT=1: every long run, whatever the bandwidth); then the llm set's runtime picks against the reference.
-# TESTS (a gtest filter) replaces the first step's tests; ROUNDS (default 2) sets the A/B's rounds; LLM=0 skips the last step.
+# TESTS (a gtest filter) replaces the first step's tests; ROUNDS (default 2) sets the A/B's rounds; SHAPES (a file of
+# "M N K" lines, e.g. docs/experiments/prewait-short-shapes.txt) replaces the A/B's shapes; LLM=0 skips the last step.
 # `scripts/gpu-bundle` (`LUTMM_BASELINE=2a82179 scripts/gpu-bundle` for the head side too); on the device (carry
 # .gpubin): bash docs/experiments/prewait-variant.sh
 set -uo pipefail
@@ -28,7 +29,7 @@ for v in 0 1; do
   chmod +x "$wrappers/lutmm_pw$v"
 done
 shapes=$OUT/shapes.txt
-recipe_small_shapes 16 8192 8192 16 8192 28672 >"$shapes"
+if [ -n "${SHAPES:-}" ]; then cp "$SHAPES" "$shapes"; else recipe_small_shapes 16 8192 8192 16 8192 28672 >"$shapes"; fi
 echo "== $(wc -l <"$shapes") shapes"
 # (the first side is the baseline: pw0 without the head side)
 LUTMM_PREBUILT=$B OUT=$OUT scripts/gpu-ab "$shapes" "${ROUNDS:-2}" "${head[@]}" pw0="$wrappers/lutmm_pw0" new="$B/lutmm" \
