@@ -39,4 +39,4 @@ else
   step tests 480 env LUTMM_PREBUILT=.gpubin LD_LIBRARY_PATH="$PWD/.gpubin:${LD_LIBRARY_PATH:-}" SHARDS=12 \
     LUTMM_STEP_LIMIT=$(($(left) - 40)) scripts/gpu-check tests
 fi
-tar czf "$OUT/all.tgz" -C "$OUT" --exclude all.tgz .
+tar czf "$OUT.tgz" -C "$OUT" --exclude all.tgz . && mv "$OUT.tgz" "$OUT/all.tgz"
