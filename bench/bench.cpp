@@ -168,17 +168,6 @@ std::unique_ptr<WeightSet> make_weight_set(int64_t n, int64_t k, int bits, int g
 
 std::string shape_text(const Shape& s) { return fmt::format("M={} N={} K={}", s.m, s.n, s.k); }
 
-// The CSV's launch column (BenchRow::launch).
-std::string launch_text(const LaunchChoices& l) {
-  std::string text;
-  for (const auto& [on, name] : {std::pair{l.cluster_split, "cluster"}, std::pair{l.split_spread, "spread"},
-                                 std::pair{l.split_flagged, "flagged"}, std::pair{l.dependents_early, "early"},
-                                 std::pair{l.prewait, "prewait"}}) {
-    if (on) text += (text.empty() ? "" : "+") + std::string(name);
-  }
-  return text;
-}
-
 struct Context {
   const BenchOptions& options;
   const DeviceInfo& device;
@@ -220,7 +209,7 @@ BenchRow bench_shape(const Shape& shape, const Context& ctx) {
   }
   row.config = cfg.name();
   row.compile_ms = precompile(p, cfg);
-  row.launch = launch_text(launch_choices(p, cfg));
+  row.launch = launch_choices(p, cfg).str();
 
   if (!ctx.weights || ctx.weights->n != shape.n || ctx.weights->k != shape.k || ctx.weights->group != row.group) {
     ctx.weights.reset();  // free the previous copies before allocating the next

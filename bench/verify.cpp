@@ -12,6 +12,7 @@
 #include "lutmm/error.hpp"
 #include "lutmm/gemm.hpp"
 #include "lutmm/reference.hpp"
+#include "runtime/launch_choices.hpp"
 
 namespace lutmm::bench {
 namespace {
@@ -31,9 +32,7 @@ Problem effective_problem(const VerifyCase& c) {
   return p;
 }
 
-std::string config_name_for(const VerifyCase& c) {
-  return c.config ? c.config->name() : chosen_config(effective_problem(c)).name();
-}
+KernelConfig config_for(const VerifyCase& c) { return c.config ? *c.config : chosen_config(effective_problem(c)); }
 
 // One upload of the inputs, then `runs` runs of lutmm::gemm, each into a freshly poisoned output.
 struct GpuOutputs {
@@ -108,10 +107,10 @@ std::vector<double> gpu_reference(const VerifyInputs& in, const Problem& p) {
 double verify_tolerance(DType dtype) { return dtype == DType::f16 ? 2e-3 : 1e-2; }
 
 std::string VerifyResult::str() const {
-  return fmt::format("config={} rel_fro={:.3e} (tol {:.0e}) max_abs={:.3e} unwritten={} guard_overwritten={} "
-                     "ref={} {}",
-                     config_name, rel_fro_error, tolerance, max_abs_error, unwritten, guard_overwritten, reference,
-                     passed ? "PASS" : "FAIL");
+  return fmt::format("config={} launch={} rel_fro={:.3e} (tol {:.0e}) max_abs={:.3e} unwritten={} "
+                     "guard_overwritten={} ref={} {}",
+                     config_name, launch.empty() ? "plain" : launch, rel_fro_error, tolerance, max_abs_error, unwritten,
+                     guard_overwritten, reference, passed ? "PASS" : "FAIL");
 }
 
 VerifyInputs make_verify_inputs(const VerifyCase& c) {
@@ -169,7 +168,9 @@ VerifyResult verify_gemm(const VerifyCase& c) {
   check_problem(p);
 
   VerifyResult result;
-  result.config_name = config_name_for(c);
+  const KernelConfig config = config_for(c);
+  result.config_name = config.name();
+  result.launch = launch_choices(p, config).str();
   result.tolerance = verify_tolerance(p.dtype);
   const GpuOutputs gpu = run_on_gpu(c, in, 1);
   result.guard_overwritten = gpu.guard_overwritten;
@@ -199,7 +200,7 @@ DeterminismResult check_determinism(const VerifyCase& c, int runs) {
 
   DeterminismResult result;
   result.runs = runs;
-  result.config_name = config_name_for(c);
+  result.config_name = config_for(c).name();
   const GpuOutputs gpu = run_on_gpu(c, in, runs);
   const std::vector<uint16_t>& first = gpu.outs[0];
   result.unwritten = count_unwritten(first.data(), static_cast<int64_t>(first.size()), c.problem.dtype);

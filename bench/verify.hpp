@@ -43,6 +43,7 @@ struct VerifyResult {
   double max_abs_error = 0;     // over the written outputs
   int64_t unwritten = 0;        // outputs still NaN after the run
   std::string config_name;      // the config that ran
+  std::string launch;           // how gemm() launched it (LaunchChoices::str(): "early+prewait"; "" plain)
   double tolerance = 0;         // the limit on rel_fro_error for this dtype
   bool passed = false;          // rel_fro_error <= tolerance, every output written, no guard byte touched
   std::string reference;        // "reference_gemm_f64" or "cublasDgemm"

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -551,6 +552,16 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
 }
 
 }  // namespace
+
+std::string LaunchChoices::str() const {
+  std::string text;
+  for (const auto& [on, name] : {std::pair{cluster_split, "cluster"}, std::pair{split_spread, "spread"},
+                                 std::pair{split_flagged, "flagged"}, std::pair{dependents_early, "early"},
+                                 std::pair{prewait, "prewait"}}) {
+    if (on) text += (text.empty() ? "" : "+") + std::string(name);
+  }
+  return text;
+}
 
 LaunchChoices launch_choices(const Problem& p, const KernelConfig& c) {
   check_problem(p);

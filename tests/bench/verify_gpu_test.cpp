@@ -164,7 +164,7 @@ TEST(RunBenchGpu, SmallSetWritesEveryShapeToTheCsv) {
     ASSERT_NE(column("launch"), std::string::npos);
     const std::string launch = fields[column("launch")];
     std::string rest = launch;
-    for (const char* part : {"cluster", "spread", "flagged", "early", "+"})
+    for (const char* part : {"cluster", "spread", "flagged", "early", "prewait", "+"})
       for (size_t at; (at = rest.find(part)) != std::string::npos;) rest.erase(at, std::string_view(part).size());
     EXPECT_EQ(rest, "") << "launch column: " << launch;
   }

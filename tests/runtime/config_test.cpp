@@ -13,6 +13,7 @@
 #include "lutmm/kernels/gemm_sm80_config.cuh"
 #include "lutmm/shapes.hpp"
 #include "runtime/kernel_shapes.hpp"
+#include "runtime/launch_choices.hpp"
 #include "runtime/workspace.hpp"
 
 namespace lutmm {
@@ -481,6 +482,15 @@ TEST(SplitKWorkspace, FlaggedSlotsFollowTheCountersWhereSmallDecodeTilesMayUseTh
   EXPECT_EQ(split_k_workspace(KernelConfig::parse("sm80_n64_m8_k256_s3_w4x1x2_sk1_lutsmem256"), problem(1, 4096, 4096), dev)
                 .counters,
             0u);
+}
+
+// The launch text of `lutmm bench`'s CSV and `lutmm verify`: the parts that are on, in a fixed order, '+' between.
+TEST(LaunchChoices, TextNamesThePartsThatAreOnInOrder) {
+  EXPECT_EQ(LaunchChoices{}.str(), "");
+  EXPECT_EQ(LaunchChoices{.overlap_previous = true}.str(), "");  // (implied by sm_90+: not named)
+  EXPECT_EQ((LaunchChoices{.dependents_early = true, .prewait = true}.str()), "early+prewait");
+  EXPECT_EQ(LaunchChoices{.split_flagged = true}.str(), "flagged");
+  EXPECT_EQ((LaunchChoices{true, true, true, true, true, true}.str()), "cluster+spread+flagged+early+prewait");
 }
 
 }  // namespace
