@@ -313,7 +313,6 @@ ConfigChoice chosen_config_with_source(const Problem& p) {
   return choice;
 }
 
-
 namespace {
 
 // Everything gemm() derives from (device, problem, config choice, stream), kept per thread so a repeated
@@ -533,8 +532,9 @@ Plan make_plan(const PlanKey& key, const Problem& p, const DeviceInfo& dev, cons
   plan.workspace_need = split_k_workspace(c, p, dev);
   const int64_t blocks = static_cast<int64_t>(plan.grid.x) * plan.grid.y * plan.grid.z;
   const bool clusters = plan.launch.cluster_x > 1 || plan.launch.cluster_z > 1;
-  // Under split-K every split but the last has k_tiles_per_split (launch); Stream-K has no pre-wait variant.
-  plan.prewait = c.split_k != kStreamK && prewait_first_slices(dev, c, plan.k_tiles, plan.splits, clusters);
+  // Under split-K every split but the last has k_tiles_per_split (launch); Stream-K configs have no pre-wait variant
+  // (prewait_slices_of is 0 for them).
+  plan.prewait = prewait_first_slices(dev, c, plan.k_tiles, plan.splits, clusters);
   // The spread variant where it pays and the grid is one wave of it, else the plain kernel (loaded only
   // then: a first call compiles just the kernel it launches). (An MPS client may get only part of the SMs:
   // fewer resident blocks than the SM count promises.)

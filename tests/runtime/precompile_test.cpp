@@ -63,6 +63,14 @@ TEST_F(Precompile, TheVariantsOnlyWhereTheGpuAndEverySplitMayTakeThem) {
   c.split_k = 4;
   precompile(decode_problem(8192, 128, DType::f16), c, 90);
   EXPECT_EQ(cubins(), 6) << "sm_90";
+  // Stream-K blocks run items of any length: its kernels have no variant (prewait_slices_of is 0 for them), whatever
+  // the K and the GPU
+  c.split_k = kStreamK;
+  {
+    ScopedEnv on("LUTMM_PREWAIT", "1");
+    precompile(decode_problem(8192), c, h200_like);
+    EXPECT_EQ(cubins(), 7) << "Stream-K";
+  }
 }
 
 TEST_F(Precompile, NoVariantBeforeSm90) {
