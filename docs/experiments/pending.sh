@@ -6,8 +6,9 @@
 #      build before where .gpubin/lutmm_base holds it, v1.47's gains kept and v1.48-v1.50's small-shape losses gone);
 #   1. bulk-w.sh: W by bulk copies, its GPU tests and A/B;
 #   2. whole-k-decode-tiles.sh, where .gpubin/wk holds the build with whole-k-decode-tiles.patch.
-#   on any other GPU nothing: an H100 ran step 0 in v1.51, steps 1-2 in v1.45 / v1.48, and every test and the
-#   sanitizer on v1.51's code in v1.52; the script prints the GPU and stops.
+#   on any other GPU (an H100 ran step 0 in v1.51, steps 1-2 in v1.45 / v1.48, and every test and the sanitizer on
+#   v1.51's code in v1.52): whole-k-compute-only.sh, the one H100 question left (v1.53), where .gpubin/wk holds the
+#   build with whole-k-decode-tiles.patch; without that build it prints the GPU and stops.
 # Results go to $OUT/NAME/ and $OUT/all.tgz. `LUTMM_BASELINE=2a82179 scripts/gpu-bundle` (2a82179: before the
 # variant), `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry .gpubin; name
 # nvidia-h200, an H100 may come instead):
@@ -34,8 +35,10 @@ if [[ $gpu == *H200* ]]; then
   step prewait-variant 280 bash docs/experiments/prewait-variant.sh
   step bulk-w 200 bash docs/experiments/bulk-w.sh 150
   [ -x .gpubin/wk/lutmm ] && step whole-k 90 env LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-decode-tiles.sh
+elif [ -x .gpubin/wk/lutmm ]; then
+  step whole-k-compute-only 200 env LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
 else
-  echo "== $gpu: nothing pending for it (the H200 steps need an H200)"
+  echo "== $gpu: nothing pending for it without .gpubin/wk (the H200 steps need an H200)"
   exit 0
 fi
 tar czf "$OUT.tgz" -C "$OUT" --exclude all.tgz . && mv "$OUT.tgz" "$OUT/all.tgz"

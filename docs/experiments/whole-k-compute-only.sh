@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# docs/NOTES.md v1.53 (session 52): an H100 question for the H200. On the H200 the 8192^2 decode loop, not HBM, binds
+# (v1.43), and an H100's compute-only runs (-DLUTMM_EXPERIMENT_NO_LOADS=1: no copies after the prologue's stages; wrong
+# results by design) stand for it: the same SMs and clocks. Times the whole-K tiles of whole-k-decode-tiles.patch (no
+# split-K end, half the warps an SM) against the database's picks, full and compute-only, each with the pre-wait
+# variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672; two passes for the pick and
+# the three-stage lutsmem256 tile, one for the others; then one table, min-max over the passes. Reads: a whole-K tile
+# whose compute alone undercuts the pick's can pay on an H200; the forced variant's compute-only gain set beside its
+# H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says whether H100 compute-only runs can stand for it. ~3 minutes.
+# `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
+# .gpubin; pending.sh runs it on a non-H200):
+#   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+source docs/experiments/recipe.sh
+recipe_setup whole-k-compute-only whole-k-decode-tiles.patch 1,8192,8192 sm80_n32_m8_k512_s3_w1x1x4
+shapes=$OUT/r/decode.txt
+printf '1 8192 8192\n2 8192 8192\n8 8192 8192\n1 8192 28672\n' > "$shapes"
+wk=sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem256
+"$L" verify --shape 5,8192,8192 --config $wk 2>&1 | tail -n 1
+LUTMM_PREWAIT=1 "$L" verify --shape 1,8192,8192 --shape 3,8192,8192 --config $wk 2>&1 | tail -n 2
+run() {  # run PASS CONFIG: full and compute-only, the pre-wait variant off and forced
+  local pw
+  for pw in 0 1; do
+    LUTMM_PREWAIT=$pw recipe_bench "p${1}_full_pw$pw" "$shapes" "$2" 20
+    LUTMM_PREWAIT=$pw recipe_bench "p${1}_nolo_pw$pw" "$shapes" "$2" 20 -DLUTMM_EXPERIMENT_NO_LOADS=1
+  done
+}
+{ for c in db $wk sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem; do run 1 $c; done
+  for c in db $wk; do run 2 $c; done; } > "$OUT/r/lines.txt" 2>&1
+grep FAIL "$OUT/r/lines.txt"
+python3 - "$OUT/r" <<'PY'
+import collections, csv, glob, os, sys
+times, launch = collections.defaultdict(list), {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], 'p*_*.csv'))):
+    _, mode, pw, config = os.path.basename(path)[:-4].split('_', 3)  # p1 | full, nolo | pw0, pw1 | config or db
+    for r in csv.DictReader(open(path)):
+        key = (config, mode, pw, f"{r['m']}x{r['n']}x{r['k']}")
+        times[key].append(float(r['lutmm_us']))
+        launch[key] = (r['config'], r['launch'])
+shapes = sorted({k[3] for k in times}, key=lambda s: tuple(int(v) for v in reversed(s.split('x'))))
+print(f"{'config (us, min-max over passes)':<42} {'mode':<5} {'pw':<4}" + ''.join(f'{s:>16}' for s in shapes))
+for config in sorted({k[0] for k in times}):
+    for mode in ('full', 'nolo'):
+        for pw in ('pw0', 'pw1'):
+            v = [times.get((config, mode, pw, s)) for s in shapes]
+            cells = ''.join(f"{f'{min(t):.2f}-{max(t):.2f}' if t else '':>16}" for t in v)
+            print(f"{config[:42]:<42} {mode:<5} {pw:<4}{cells}")
+print('launches (full runs):')
+for key in sorted(k for k in launch if k[1] == 'full'):
+    print(f"  {key[0][:42]:<42} {key[2]} {key[3]:>13}  {launch[key][0]} {launch[key][1]}")
+PY
+tar czf "$OUT/all.tgz" -C "$OUT" r
