@@ -3,10 +3,12 @@
 # (v1.43), and an H100's compute-only runs (-DLUTMM_EXPERIMENT_NO_LOADS=1: no copies after the prologue's stages; wrong
 # results by design) stand for it: the same SMs and clocks. Times the whole-K tiles of whole-k-decode-tiles.patch (no
 # split-K end, half the warps an SM) against the database's picks, full and compute-only, each with the pre-wait
-# variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672; two passes for the pick and
-# the three-stage lutsmem256 tile, one for the others; then one table, min-max over the passes. Reads: a whole-K tile
+# variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672; two passes for the picks
+# (the database's and the H200's M = 2-8 one) and the three-stage lutsmem256 tile, one for the others; then one table,
+# min-max over the passes. Reads: a whole-K tile
 # whose compute alone undercuts the pick's can pay on an H200; the forced variant's compute-only gain set beside its
-# H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says whether H100 compute-only runs can stand for it. ~3 minutes.
+# H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says whether H100 compute-only runs can stand for it. ~2 minutes
+# (v1.53: 74 s, before the H200 pick was added).
 # `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; pending.sh runs it on a non-H200):
 #   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
@@ -26,8 +28,11 @@ run() {  # run PASS CONFIG: full and compute-only, the pre-wait variant off and 
     LUTMM_PREWAIT=$pw recipe_bench "p${1}_nolo_pw$pw" "$shapes" "$2" 20 -DLUTMM_EXPERIMENT_NO_LOADS=1
   done
 }
-{ for c in db $wk sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem; do run 1 $c; done
-  for c in db $wk; do run 2 $c; done; } > "$OUT/r/lines.txt" 2>&1
+# (h200_m2_8: the H200 database's pick at M = 2-8 on 8192^2, so that its compute alone is timed in the same run; v1.53
+# compared against v1.43's)
+h200_m2_8=sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256
+{ for c in db $wk $h200_m2_8 sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem; do run 1 $c; done
+  for c in db $wk $h200_m2_8; do run 2 $c; done; } > "$OUT/r/lines.txt" 2>&1
 grep FAIL "$OUT/r/lines.txt"
 python3 - "$OUT/r" <<'PY'
 import collections, csv, glob, os, sys
