@@ -2,13 +2,12 @@
 # docs/NOTES.md v1.53 (session 52): an H100 question for the H200. On the H200 the 8192^2 decode loop, not HBM, binds
 # (v1.43), and an H100's compute-only runs (-DLUTMM_EXPERIMENT_NO_LOADS=1: no copies after the prologue's stages; wrong
 # results by design) stand for it: the same SMs and clocks. Times the whole-K tiles of whole-k-decode-tiles.patch (no
-# split-K end, half the warps an SM) against the database's picks, full and compute-only, each with the pre-wait
-# variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672; two passes for the picks
-# (the database's and the H200's M = 2-8 one) and the three-stage lutsmem256 tile, one for the others; then one table,
-# min-max over the passes. Reads: a whole-K tile
-# whose compute alone undercuts the pick's can pay on an H200; the forced variant's compute-only gain set beside its
-# H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says whether H100 compute-only runs can stand for it. ~2 minutes
-# (v1.53: 74 s, before the H200 pick was added).
+# split-K end, half the warps an SM) against the database's picks and the H200's M = 2-8 pick, full and compute-only,
+# each with the pre-wait variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672: two
+# passes for the picks and the three-stage lutsmem256 tile, one for the others; then one table, min-max over the
+# passes. A whole-K tile whose compute alone undercuts the picks' can pay on an H200 (v1.53: at M = 2-8, not at M = 1);
+# the forced variant's compute-only gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says how far H100
+# compute-only runs stand for it (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick).
 # `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; pending.sh runs it on a non-H200):
 #   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
