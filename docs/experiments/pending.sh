@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The open measurements of docs/NOTES.md v1.52, in one device call, each under the time the call has left (BUDGET
+# The open measurements of docs/NOTES.md v1.53, in one device call, each under the time the call has left (BUDGET
 # seconds from the start, default 560; a step that does not fit is skipped and says so):
 #   on an H200:
 #   0. prewait-variant.sh: its tests and its A/B (new against pw0 is the variant's gain there; new against head, the
 #      build before where .gpubin/lutmm_base holds it, v1.47's gains kept and v1.48-v1.50's small-shape losses gone);
-#   1. bulk-w.sh: W by bulk copies, its GPU tests and A/B;
-#   2. whole-k-decode-tiles.sh, where .gpubin/wk holds the build with whole-k-decode-tiles.patch.
+#   1. whole-k-decode-tiles.sh, where .gpubin/wk holds the build with whole-k-decode-tiles.patch (v1.53: a case at
+#      M = 2-8);
+#   2. bulk-w.sh: W by bulk copies, its GPU tests and A/B.
 #   on any other GPU (an H100 ran step 0 in v1.51, steps 1-2 in v1.45 / v1.48, and every test and the sanitizer on
-#   v1.51's code in v1.52): whole-k-compute-only.sh, the one H100 question left (v1.53), where .gpubin/wk holds the
-#   build with whole-k-decode-tiles.patch; without that build it prints the GPU and stops.
+#   v1.51's code in v1.52): whole-k-compute-only.sh (run in v1.53; again, it times the H200's M = 2-8 pick in the same
+#   run), where .gpubin/wk holds the build with whole-k-decode-tiles.patch; without that build it prints the GPU and
+#   stops.
 # Results go to $OUT/NAME/ and $OUT/all.tgz. `LUTMM_BASELINE=2a82179 scripts/gpu-bundle` (2a82179: before the
 # variant), `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry .gpubin; name
 # nvidia-h200, an H100 may come instead):
@@ -33,8 +35,9 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 if [[ $gpu == *H200* ]]; then
   step prewait-variant 280 bash docs/experiments/prewait-variant.sh
-  step bulk-w 200 bash docs/experiments/bulk-w.sh 150
+  # (the whole-K tiles before bulk-w: v1.53 gave them a case at M = 2-8; bulk-w was not faster on an H100, v1.48)
   [ -x .gpubin/wk/lutmm ] && step whole-k 90 env LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-decode-tiles.sh
+  step bulk-w 200 bash docs/experiments/bulk-w.sh 150
 elif [ -x .gpubin/wk/lutmm ]; then
   step whole-k-compute-only 200 env LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
 else
