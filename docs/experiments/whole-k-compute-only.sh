@@ -5,9 +5,10 @@
 # split-K end, half the warps an SM) against the database's picks and the H200's M = 2-8 pick, full and compute-only,
 # each with the pre-wait variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672: two
 # passes for the picks and the three-stage lutsmem256 tile, one for the others; then one table, min-max over the
-# passes. A whole-K tile whose compute alone undercuts the picks' can pay on an H200 (v1.53: at M = 2-8, not at M = 1);
-# the forced variant's compute-only gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says how far H100
-# compute-only runs stand for it (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick).
+# passes, the database's picks and whether the variant was taken exactly where forced. A whole-K tile whose compute
+# alone undercuts the picks' can pay on an H200 (v1.53: at M = 2-8, not at M = 1); the forced variant's compute-only
+# gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says how far H100 compute-only runs stand for it
+# (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick).
 # `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; pending.sh runs it on a non-H200):
 #   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
@@ -50,8 +51,12 @@ for config in sorted({k[0] for k in times}):
             v = [times.get((config, mode, pw, s)) for s in shapes]
             cells = ''.join(f"{f'{min(t):.2f}-{max(t):.2f}' if t else '':>16}" for t in v)
             print(f"{config[:42]:<42} {mode:<5} {pw:<4}{cells}")
-print('launches (full runs):')
-for key in sorted(k for k in launch if k[1] == 'full'):
-    print(f"  {key[0][:42]:<42} {key[2]} {key[3]:>13}  {launch[key][0]} {launch[key][1]}")
+# (kept short: pending.sh shows a step's last 60 lines) the database's picks, and every run whose launch text
+# disagrees with its side: the variant forced but not taken, or taken when off
+print('db:', '; '.join(f"{s} {launch[('db', 'full', 'pw0', s)][0]}" for s in shapes if ('db', 'full', 'pw0', s) in launch))
+odd = [f"{k[0][:42]} {k[1]} {k[2]} {k[3]}: {v[1]}" for k, v in sorted(launch.items()) if ('prewait' in v[1]) != (k[2] == 'pw1')]
+print(f"pre-wait taken on every forced run and no other: {'yes' if not odd else 'no'}")
+for line in odd:
+    print('  ' + line)
 PY
 tar czf "$OUT/all.tgz" -C "$OUT" r
