@@ -31,7 +31,8 @@ run() {  # run PASS CONFIG: full and compute-only, the pre-wait variant off and 
 # (h200_m2_8: the H200 database's pick at M = 2-8 on 8192^2, so that its compute alone is timed in the same run; v1.53
 # compared against v1.43's)
 h200_m2_8=sm80_n128_m8_k256_s3_w4x1_sk4_lutsmem256
-{ for c in db $wk $h200_m2_8 sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem; do run 1 $c; done
+others="sm80_n32_m8_k512_s3_w1x1x4_sk1_lutsmem sm80_n32_m8_k512_s4_w1x1x4_sk1_lutsmem"
+{ for c in db $wk $h200_m2_8 $others; do run 1 $c; done
   for c in db $wk $h200_m2_8; do run 2 $c; done; } > "$OUT/r/lines.txt" 2>&1
 grep FAIL "$OUT/r/lines.txt"
 python3 - "$OUT/r" <<'PY'
@@ -53,8 +54,10 @@ for config in sorted({k[0] for k in times}):
             print(f"{config[:42]:<42} {mode:<5} {pw:<4}{cells}")
 # (kept short: pending.sh shows a step's last 60 lines) the database's picks, and every run whose launch text
 # disagrees with its side: the variant forced but not taken, or taken when off
-print('db:', '; '.join(f"{s} {launch[('db', 'full', 'pw0', s)][0]}" for s in shapes if ('db', 'full', 'pw0', s) in launch))
-odd = [f"{k[0][:42]} {k[1]} {k[2]} {k[3]}: {v[1]}" for k, v in sorted(launch.items()) if ('prewait' in v[1]) != (k[2] == 'pw1')]
+picks = [(s, launch.get(('db', 'full', 'pw0', s))) for s in shapes]
+print('db:', '; '.join(f"{s} {pick[0]}" for s, pick in picks if pick))
+odd = [f"{k[0][:42]} {k[1]} {k[2]} {k[3]}: {v[1]}" for k, v in sorted(launch.items())
+       if ('prewait' in v[1]) != (k[2] == 'pw1')]
 print(f"pre-wait taken on every forced run and no other: {'yes' if not odd else 'no'}")
 for line in odd:
     print('  ' + line)
