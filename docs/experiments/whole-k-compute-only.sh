@@ -52,13 +52,18 @@ for config in sorted({k[0] for k in times}):
             v = [times.get((config, mode, pw, s)) for s in shapes]
             cells = ''.join(f"{f'{min(t):.2f}-{max(t):.2f}' if t else '':>16}" for t in v)
             print(f"{config[:42]:<42} {mode:<5} {pw:<4}{cells}")
-# (kept short: pending.sh shows a step's last 60 lines) the database's picks, and every run whose launch text
-# disagrees with its side: the variant forced but not taken, or taken when off
+# (kept short: pending.sh shows a step's last 60 lines) the database's picks, the configs the variant never applies
+# to (forced on every run, taken on none: e.g. one strip a warp and 16 slices a k tile, v1.54), and every other run whose
+# launch text disagrees with its side: the variant forced but not taken, or taken when off
 picks = [(s, launch.get(('db', 'full', 'pw0', s))) for s in shapes]
 print('db:', '; '.join(f"{s} {pick[0]}" for s, pick in picks if pick))
+never = sorted(c for c in {k[0] for k in launch} if c != 'db' and
+               not any('prewait' in v[1] for k, v in launch.items() if k[0] == c))
+if never:
+    print('the variant never applies to:', ', '.join(never))
 odd = [f"{k[0][:42]} {k[1]} {k[2]} {k[3]}: {v[1]}" for k, v in sorted(launch.items())
-       if ('prewait' in v[1]) != (k[2] == 'pw1')]
-print(f"pre-wait taken on every forced run and no other: {'yes' if not odd else 'no'}")
+       if k[0] not in never and ('prewait' in v[1]) != (k[2] == 'pw1')]
+print(f"pre-wait taken on every other forced run and no other: {'yes' if not odd else 'no'}")
 for line in odd:
     print('  ' + line)
 PY
