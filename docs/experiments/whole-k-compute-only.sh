@@ -5,10 +5,11 @@
 # split-K end, half the warps an SM) against the database's picks and the H200's M = 2-8 pick, full and compute-only,
 # each with the pre-wait variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672: two
 # passes for the picks and the three-stage lutsmem256 tile, one for the others; then one table, min-max over the
-# passes, the database's picks and whether the variant was taken exactly where forced. A whole-K tile whose compute
+# passes, the database's picks, the configs the variant never applies to, and whether it was taken exactly where
+# forced on the others. A whole-K tile whose compute
 # alone undercuts the picks' can pay on an H200 (v1.53: at M = 2-8, not at M = 1); the forced variant's compute-only
 # gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says how far H100 compute-only runs stand for it
-# (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick).
+# (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick; v1.54: 100 s with it).
 # `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; pending.sh runs it on a non-H200):
 #   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
@@ -57,8 +58,8 @@ for config in sorted({k[0] for k in times}):
 # launch text disagrees with its side: the variant forced but not taken, or taken when off
 picks = [(s, launch.get(('db', 'full', 'pw0', s))) for s in shapes]
 print('db:', '; '.join(f"{s} {pick[0]}" for s, pick in picks if pick))
-never = sorted(c for c in {k[0] for k in launch} if c != 'db' and
-               not any('prewait' in v[1] for k, v in launch.items() if k[0] == c))
+took = {k[0] for k, v in launch.items() if 'prewait' in v[1]}
+never = sorted({k[0] for k in launch} - took - {'db'})  # (db: a different config per shape)
 if never:
     print('the variant never applies to:', ', '.join(never))
 odd = [f"{k[0][:42]} {k[1]} {k[2]} {k[3]}: {v[1]}" for k, v in sorted(launch.items())
