@@ -6,10 +6,9 @@
 # each with the pre-wait variant off and forced (LUTMM_PREWAIT=0/1), on 1 / 2 / 8 x 8192^2 and 1 x 8192 x 28672: two
 # passes for the picks and the three-stage lutsmem256 tile, one for the others; then one table, min-max over the
 # passes, the database's picks, the configs the variant never applies to, and whether it was taken exactly where
-# forced on the others. A whole-K tile whose compute
-# alone undercuts the picks' can pay on an H200 (v1.53: at M = 2-8, not at M = 1); the forced variant's compute-only
-# gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us, v1.47) says how far H100 compute-only runs stand for it
-# (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick; v1.54: 100 s with it).
+# forced on the others. A whole-K tile whose compute alone undercuts the picks' can pay on an H200 (v1.53: at
+# M = 2-8, not at M = 1); the forced variant's compute-only gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us,
+# v1.47) says how far H100 compute-only runs stand for it (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick; v1.54: 100 s with it).
 # `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; pending.sh runs it on a non-H200):
 #   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
