@@ -8,7 +8,8 @@
 # passes, the database's picks, the configs the variant never applies to, and whether it was taken exactly where
 # forced on the others. A whole-K tile whose compute alone undercuts the picks' can pay on an H200 (v1.53: at
 # M = 2-8, not at M = 1); the forced variant's compute-only gain against its H200 gain (1 x 8192^2 11.57 -> 11.23 us,
-# v1.47) says how far H100 compute-only runs stand for it (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s, without the H200's pick; v1.54: 100 s with it).
+# v1.47) says how far H100 compute-only runs stand for it (v1.53: -0.22 against -0.34 us). ~2 minutes (v1.53: 74 s,
+# without the H200's pick; v1.54: 100 s with it).
 # `scripts/gpu-bundle`, `docs/experiments/bundle-patched.sh whole-k-decode-tiles.patch wk`, then on the device (carry
 # .gpubin; pending.sh runs it on a non-H200):
 #   LUTMM_PREBUILT=.gpubin/wk bash docs/experiments/whole-k-compute-only.sh
@@ -53,8 +54,8 @@ for config in sorted({k[0] for k in times}):
             cells = ''.join(f"{f'{min(t):.2f}-{max(t):.2f}' if t else '':>16}" for t in v)
             print(f"{config[:42]:<42} {mode:<5} {pw:<4}{cells}")
 # (kept short: pending.sh shows a step's last 60 lines) the database's picks, the configs the variant never applies
-# to (forced on every run, taken on none: e.g. one strip a warp and 16 slices a k tile, v1.54), and every other run whose
-# launch text disagrees with its side: the variant forced but not taken, or taken when off
+# to (forced on every run, taken on none: e.g. one strip a warp and 16 slices a k tile, v1.54), and every other run
+# whose launch text disagrees with its side: the variant forced but not taken, or taken when off
 picks = [(s, launch.get(('db', 'full', 'pw0', s))) for s in shapes]
 print('db:', '; '.join(f"{s} {pick[0]}" for s, pick in picks if pick))
 took = {k[0] for k, v in launch.items() if 'prewait' in v[1]}
